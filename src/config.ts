@@ -1,0 +1,102 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/**
+ * Every setting, typed, with defaults that make the embedded mode (one process,
+ * SQLite under ./data, in-memory queues) work with no configuration at all.
+ */
+export interface Config {
+  databaseUrl: string;
+  redisUrl: string | null;
+  host: string;
+  port: number;
+  /** Absolute base URL clients reach us at; realm_uri and links are built from it. */
+  externalUrl: string;
+  dataDir: string;
+  smtpUrl: string | null;
+  emailFrom: string;
+  ownerEmail: string | null;
+  ownerPassword: string | null;
+  realmName: string;
+  logLevel: string;
+  events: {
+    /** Seconds a GET /events request is held before a heartbeat answers it. */
+    heartbeatSeconds: number;
+    /** Seconds a queue may go without a connected client before it is deleted. */
+    queueTimeoutSeconds: number;
+  };
+  invites: { defaultExpiresInMinutes: number };
+  rateLimits: { enabled: boolean; apiPerMinute: number; authPerMinute: number };
+  bodyLimitBytes: number;
+  vidcall: {
+    clientId: string | null;
+    clientSecret: string | null;
+    authorizeUrl: string | null;
+    tokenUrl: string | null;
+    apiUrl: string | null;
+  };
+  bigBlueButton: { url: string | null; secret: string | null };
+  jitsiServerUrl: string;
+}
+
+/** Reads KEY=VALUE lines from a .env file; real environment variables win. */
+function readDotEnv(path: string): Record<string, string> {
+  if (!existsSync(path)) return {};
+  const out: Record<string, string> = {};
+  for (const line of readFileSync(path, 'utf8').split(/\r?\n/)) {
+    const m = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!m || line.trimStart().startsWith('#')) continue;
+    out[m[1]!] = m[2]!.replace(/^(['"])(.*)\1$/, '$2');
+  }
+  return out;
+}
+
+function int(v: string | undefined, fallback: number): number {
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new Error(`Invalid numeric setting: ${v}`);
+  return n;
+}
+
+export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const e = { ...readDotEnv(resolve(env.PARLEY_ENV_FILE ?? '.env')), ...env } as Record<string, string | undefined>;
+  const dataDir = resolve(e.PARLEY_DATA_DIR ?? 'data');
+  const port = int(e.PORT, 9991);
+  const host = e.HOST ?? '0.0.0.0';
+  const config: Config = {
+    databaseUrl: e.DATABASE_URL ?? `sqlite:${resolve(dataDir, 'parley.sqlite3')}`,
+    redisUrl: e.REDIS_URL || null,
+    host,
+    port,
+    externalUrl: (e.EXTERNAL_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    dataDir,
+    smtpUrl: e.SMTP_URL || null,
+    emailFrom: e.EMAIL_FROM ?? 'Parley <noreply@localhost>',
+    ownerEmail: e.PARLEY_OWNER_EMAIL || null,
+    ownerPassword: e.PARLEY_OWNER_PASSWORD || null,
+    realmName: e.PARLEY_REALM_NAME ?? 'Parley',
+    logLevel: e.LOG_LEVEL ?? 'info',
+    events: {
+      heartbeatSeconds: int(e.PARLEY_HEARTBEAT_SECONDS, 50),
+      queueTimeoutSeconds: int(e.PARLEY_QUEUE_TIMEOUT_SECONDS, 600),
+    },
+    invites: { defaultExpiresInMinutes: int(e.PARLEY_INVITE_EXPIRES_MINUTES, 14400) },
+    rateLimits: {
+      enabled: (e.PARLEY_RATE_LIMITS ?? 'on') !== 'off',
+      apiPerMinute: int(e.PARLEY_RATE_LIMIT_API_PER_MINUTE, 200),
+      authPerMinute: int(e.PARLEY_RATE_LIMIT_AUTH_PER_MINUTE, 30),
+    },
+    bodyLimitBytes: int(e.PARLEY_BODY_LIMIT_BYTES, 26 * 1024 * 1024),
+    vidcall: {
+      clientId: e.VIDCALL_CLIENT_ID || null,
+      clientSecret: e.VIDCALL_CLIENT_SECRET || null,
+      authorizeUrl: e.VIDCALL_AUTHORIZE_URL || null,
+      tokenUrl: e.VIDCALL_TOKEN_URL || null,
+      apiUrl: e.VIDCALL_API_URL || null,
+    },
+    bigBlueButton: { url: e.BIG_BLUE_BUTTON_URL || null, secret: e.BIG_BLUE_BUTTON_SECRET || null },
+    jitsiServerUrl: (e.JITSI_SERVER_URL ?? 'https://meet.jit.si').replace(/\/+$/, ''),
+    ...overrides,
+  };
+  return config;
+}

@@ -1,0 +1,15 @@
+import type { Kysely } from 'kysely';
+import type { Dialect } from '../index.js';
+import * as m0001 from './0001_initial.js';
+
+export interface DialectMigration {
+  up(db: Kysely<any>, dialect: Dialect): Promise<void>;
+}
+
+/**
+ * Every migration, in order. Names are permanent: they are recorded in the database.
+ * Add new ones at the end as NNNN_<area>_<what>.
+ */
+export const migrations: Record<string, DialectMigration> = {
+  '0001_initial': m0001,
+};

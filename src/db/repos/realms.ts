@@ -1,0 +1,30 @@
+import type { Tx } from '../index.js';
+import type { Realm } from '../tables.js';
+
+export async function fetchRealmByStringId(db: Tx, stringId: string): Promise<Realm | undefined> {
+  return db.selectFrom('realms').selectAll().where('string_id', '=', stringId).executeTakeFirst();
+}
+
+export async function fetchRealmById(db: Tx, id: number): Promise<Realm | undefined> {
+  return db.selectFrom('realms').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function insertRealm(
+  db: Tx,
+  row: { string_id: string; name: string; description?: string; date_created: number; settings?: string },
+): Promise<Realm> {
+  return db.insertInto('realms').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateRealmRow(
+  db: Tx,
+  realmId: number,
+  changes: Partial<Pick<Realm, 'name' | 'description' | 'deactivated' | 'settings' | 'icon_source' | 'icon_version'>>,
+): Promise<void> {
+  await db.updateTable('realms').set(changes).where('id', '=', realmId).execute();
+}
+
+export async function countRealms(db: Tx): Promise<number> {
+  const r = await db.selectFrom('realms').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(r.n);
+}

@@ -1,0 +1,365 @@
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/**
+ * Row types of every table. Conventions that hide SQLite/PostgreSQL differences:
+ * booleans are integers 0/1 (`Flag`), times are Unix seconds in bigint columns
+ * (parsed to numbers), structured values are JSON text (`JsonText`).
+ */
+export type Flag = number;
+export type JsonText = string;
+
+export interface RealmTable {
+  id: Generated<number>;
+  string_id: string;
+  name: string;
+  description: Generated<string>;
+  date_created: number;
+  deactivated: Generated<Flag>;
+  /** JSON object of realm settings that differ from the defaults in lib/realm_settings.ts. */
+  settings: Generated<JsonText>;
+  icon_source: Generated<string>;
+  icon_version: Generated<number>;
+}
+
+export interface UserTable {
+  id: Generated<number>;
+  realm_id: number;
+  email: string;
+  email_lc: string;
+  delivery_email: string;
+  full_name: string;
+  password_hash: string | null;
+  api_key: string;
+  role: Generated<number>;
+  is_active: Generated<Flag>;
+  is_bot: Generated<Flag>;
+  bot_type: number | null;
+  bot_owner_id: number | null;
+  is_imported_stub: Generated<Flag>;
+  is_deleted: Generated<Flag>;
+  timezone: Generated<string>;
+  avatar_source: Generated<string>;
+  avatar_version: Generated<number>;
+  date_joined: number;
+  last_login: number | null;
+  can_change_user_emails: Generated<Flag>;
+  can_create_users: Generated<Flag>;
+  can_forge_sender: Generated<Flag>;
+  /** JSON object of personal settings that differ from the defaults in lib/user_settings.ts. */
+  settings: Generated<JsonText>;
+  tos_version: string | null;
+}
+
+export interface StreamTable {
+  id: Generated<number>;
+  realm_id: number;
+  name: string;
+  name_lc: string;
+  description: Generated<string>;
+  rendered_description: Generated<string>;
+  invite_only: Generated<Flag>;
+  is_web_public: Generated<Flag>;
+  history_public_to_subscribers: Generated<Flag>;
+  date_created: number;
+  creator_id: number | null;
+  first_message_id: number | null;
+  deactivated: Generated<Flag>;
+  message_retention_days: number | null;
+  topics_policy: Generated<string>;
+  folder_id: number | null;
+  /** JSON object: can_*_group name -> group-setting value. */
+  permissions: Generated<JsonText>;
+}
+
+export interface SubscriptionTable {
+  user_id: number;
+  stream_id: number;
+  realm_id: number;
+  active: Generated<Flag>;
+  is_muted: Generated<Flag>;
+  pin_to_top: Generated<Flag>;
+  color: Generated<string>;
+  desktop_notifications: Flag | null;
+  audible_notifications: Flag | null;
+  push_notifications: Flag | null;
+  email_notifications: Flag | null;
+  wildcard_mentions_notify: Flag | null;
+}
+
+export interface MessageTable {
+  id: Generated<number>;
+  realm_id: number;
+  sender_id: number;
+  /** 'stream' or 'private', as in Zulip's message dicts. */
+  type: string;
+  stream_id: number | null;
+  topic: Generated<string>;
+  topic_lc: Generated<string>;
+  /** Direct messages: sorted, comma-joined user IDs of every participant, sender included. */
+  dm_key: string | null;
+  content: string;
+  rendered_content: string;
+  rendered_content_version: Generated<number>;
+  date_sent: number;
+  sending_client: Generated<string>;
+  last_edit_time: number | null;
+  last_moved_time: number | null;
+  edit_history: JsonText | null;
+  has_link: Generated<Flag>;
+  has_image: Generated<Flag>;
+  has_attachment: Generated<Flag>;
+}
+
+export interface UserMessageTable {
+  user_id: number;
+  message_id: number;
+  flags: Generated<number>;
+}
+
+export interface ReactionTable {
+  id: Generated<number>;
+  message_id: number;
+  user_id: number;
+  emoji_name: string;
+  emoji_code: string;
+  reaction_type: string;
+}
+
+export interface UserGroupTable {
+  id: Generated<number>;
+  realm_id: number;
+  name: string;
+  name_lc: string;
+  description: Generated<string>;
+  is_system_group: Generated<Flag>;
+  deactivated: Generated<Flag>;
+  date_created: number | null;
+  creator_id: number | null;
+  /** JSON object: can_*_group name -> group-setting value. */
+  permissions: Generated<JsonText>;
+}
+
+export interface GroupMemberTable {
+  group_id: number;
+  user_id: number;
+}
+
+export interface GroupSubgroupTable {
+  group_id: number;
+  subgroup_id: number;
+}
+
+export interface UserTopicTable {
+  user_id: number;
+  stream_id: number;
+  topic: string;
+  topic_lc: string;
+  visibility_policy: number;
+  last_updated: number;
+}
+
+export interface DraftTable {
+  id: Generated<number>;
+  user_id: number;
+  type: string;
+  to: Generated<JsonText>;
+  topic: Generated<string>;
+  content: string;
+  last_edit_time: number;
+}
+
+export interface NavigationViewTable {
+  user_id: number;
+  fragment: string;
+  is_pinned: Flag;
+  name: string | null;
+}
+
+export interface SavedSnippetTable {
+  id: Generated<number>;
+  realm_id: number;
+  user_id: number;
+  title: string;
+  content: string;
+  date_created: number;
+}
+
+export interface RealmPlaygroundTable {
+  id: Generated<number>;
+  realm_id: number;
+  name: string;
+  pygments_language: string;
+  url_template: string;
+}
+
+export interface RealmDomainTable {
+  realm_id: number;
+  domain: string;
+  allow_subdomains: Generated<Flag>;
+}
+
+export interface CustomProfileFieldTable {
+  id: Generated<number>;
+  realm_id: number;
+  name: string;
+  hint: Generated<string>;
+  type: number;
+  field_data: Generated<string>;
+  order: Generated<number>;
+  display_in_profile_summary: Generated<Flag>;
+  required: Generated<Flag>;
+  editable_by_user: Generated<Flag>;
+}
+
+export interface CustomProfileValueTable {
+  user_id: number;
+  field_id: number;
+  value: string;
+  rendered_value: string | null;
+}
+
+export interface InviteTable {
+  id: Generated<number>;
+  realm_id: number;
+  email: Generated<string>;
+  referred_by: number;
+  invited_as: Generated<number>;
+  date_created: number;
+  expiry: number | null;
+  stream_ids: Generated<JsonText>;
+  group_ids: Generated<JsonText>;
+  include_realm_default_subscriptions: Generated<Flag>;
+  notify_referrer_on_join: Generated<Flag>;
+  welcome_message_custom_text: string | null;
+  /** 0 pending, 1 used, 2 revoked. */
+  status: Generated<number>;
+  key: string;
+  multiuse: Generated<Flag>;
+}
+
+export interface PushDeviceTable {
+  id: Generated<number>;
+  user_id: number;
+  kind: string;
+  token: string;
+  app_id: string | null;
+  date_created: number;
+}
+
+export interface ExternalTokenTable {
+  user_id: number;
+  provider: string;
+  token: JsonText;
+  date_created: number;
+}
+
+export interface DefaultStreamTable {
+  realm_id: number;
+  stream_id: number;
+}
+
+export interface LinkifierTable {
+  id: Generated<number>;
+  realm_id: number;
+  pattern: string;
+  url_template: string;
+  order: Generated<number>;
+}
+
+export interface RealmEmojiTable {
+  id: Generated<number>;
+  realm_id: number;
+  name: string;
+  file_name: string;
+  author_id: number | null;
+  deactivated: Generated<Flag>;
+}
+
+export interface PresenceTable {
+  user_id: number;
+  realm_id: number;
+  last_active_time: number | null;
+  last_connected_time: number | null;
+  last_update_id: Generated<number>;
+}
+
+export interface AlertWordTable {
+  user_id: number;
+  word: string;
+}
+
+export interface MutedUserTable {
+  user_id: number;
+  muted_user_id: number;
+  date_muted: number;
+}
+
+export interface AuditLogTable {
+  id: Generated<number>;
+  realm_id: number;
+  acting_user_id: number | null;
+  modified_user_id: number | null;
+  modified_stream_id: number | null;
+  modified_group_id: number | null;
+  event_type: string;
+  event_time: number;
+  extra_data: Generated<JsonText>;
+}
+
+export interface SessionTable {
+  id: string;
+  user_id: number;
+  expires: number;
+}
+
+export interface UserStatusTable {
+  user_id: number;
+  status_text: Generated<string>;
+  emoji_name: Generated<string>;
+  emoji_code: Generated<string>;
+  reaction_type: Generated<string>;
+  timestamp: number;
+}
+
+export interface DB {
+  realms: RealmTable;
+  users: UserTable;
+  streams: StreamTable;
+  subscriptions: SubscriptionTable;
+  messages: MessageTable;
+  user_messages: UserMessageTable;
+  reactions: ReactionTable;
+  user_groups: UserGroupTable;
+  group_members: GroupMemberTable;
+  group_subgroups: GroupSubgroupTable;
+  user_topics: UserTopicTable;
+  drafts: DraftTable;
+  navigation_views: NavigationViewTable;
+  saved_snippets: SavedSnippetTable;
+  realm_playgrounds: RealmPlaygroundTable;
+  realm_domains: RealmDomainTable;
+  custom_profile_fields: CustomProfileFieldTable;
+  custom_profile_values: CustomProfileValueTable;
+  invites: InviteTable;
+  push_devices: PushDeviceTable;
+  external_tokens: ExternalTokenTable;
+  default_streams: DefaultStreamTable;
+  linkifiers: LinkifierTable;
+  realm_emoji: RealmEmojiTable;
+  presence: PresenceTable;
+  alert_words: AlertWordTable;
+  muted_users: MutedUserTable;
+  audit_log: AuditLogTable;
+  sessions: SessionTable;
+  user_status: UserStatusTable;
+}
+
+export type Realm = Selectable<RealmTable>;
+export type User = Selectable<UserTable>;
+export type NewUser = Insertable<UserTable>;
+export type UserUpdate = Updateable<UserTable>;
+export type Stream = Selectable<StreamTable>;
+export type Subscription = Selectable<SubscriptionTable>;
+export type Message = Selectable<MessageTable>;
+export type UserGroup = Selectable<UserGroupTable>;
+export type CustomProfileField = Selectable<CustomProfileFieldTable>;

@@ -1,0 +1,48 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../services.js';
+import { endpoint } from '../endpoint.js';
+import { ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '../../version.js';
+import { realmUrl, realmIconUrl } from '../../lib/urls.js';
+
+export function registerServerRoutes(app: FastifyInstance, services: Services): void {
+  // Unauthenticated; python's client sends Basic auth here too, which is simply not checked.
+  endpoint(app, services, {
+    method: 'GET',
+    path: '/server_settings',
+    auth: 'none',
+    params: {},
+    handler: async ({ realm }) => {
+      const url = realmUrl(services.config, realm);
+      return {
+        authentication_methods: {
+          password: true,
+          dev: false,
+          email: true,
+          ldap: false,
+          remoteuser: false,
+          github: false,
+          azuread: false,
+          gitlab: false,
+          apple: false,
+          google: false,
+          saml: false,
+          'openid connect': false,
+        },
+        external_authentication_methods: [],
+        zulip_feature_level: ZULIP_FEATURE_LEVEL,
+        zulip_version: ZULIP_VERSION,
+        zulip_merge_base: ZULIP_MERGE_BASE,
+        push_notifications_enabled: false,
+        is_incompatible: false,
+        email_auth_enabled: true,
+        require_email_format_usernames: true,
+        realm_url: url,
+        realm_uri: url,
+        realm_name: realm.name,
+        realm_icon: realmIconUrl(services.config, realm),
+        realm_description: realm.description ? `<p>${realm.description}</p>` : '',
+        realm_web_public_access_enabled: false,
+      };
+    },
+  });
+}

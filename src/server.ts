@@ -1,0 +1,19 @@
+import { loadConfig } from './config.js';
+import { buildApp } from './app.js';
+
+const config = loadConfig();
+const app = await buildApp(config, { announce: (line) => process.stdout.write(`${line}\n`) });
+await app.fastify.listen({ port: config.port, host: config.host });
+process.stdout.write(`Parley is serving on ${config.externalUrl} (database: ${config.databaseUrl.replace(/\/\/[^@]*@/, '//')})\n`);
+
+let closing = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (closing) return;
+    closing = true;
+    app.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  });
+}

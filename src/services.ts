@@ -1,0 +1,15 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from './config.js';
+import type { Database } from './db/index.js';
+import type { EventBus } from './events/bus.js';
+
+/**
+ * What actions need from the running process: configuration, the database and the
+ * event bus. Built once by buildApp (or by the CLI) and passed down explicitly.
+ */
+export interface Services {
+  config: Config;
+  db: Database;
+  events: EventBus;
+  log: FastifyBaseLogger;
+}
