@@ -10,10 +10,28 @@ export interface ZulipEvent {
 /** A recipient user ID, or for message events a user ID with that user's flags. */
 export type EventRecipient = number | { id: number; flags: string[] };
 
+/**
+ * A `message` event is published once, formatted as for apply_markdown=true and
+ * client_gravatar=false; each queue then finalizes its own copy from `message`:
+ * raw Markdown for apply_markdown=false queues, a null avatar_url for client_gravatar queues
+ * when allowed, the recipient's top-level `flags`, and `local_message_id` for the sender's
+ * queue. Other events are delivered as they are.
+ */
+export interface MessageEventExtra {
+  rawContent: string;
+  /** Whether the sender's avatar comes from the external avatar provider (Gravatar). */
+  senderAvatarIsGravatar: boolean;
+  /** Whether the sender's real email is visible to each recipient, for client_gravatar. */
+  senderEmailVisibleTo?: (userId: number) => boolean;
+  senderQueueId?: string;
+  localId?: string;
+}
+
 export interface EventEnvelope {
   realmId: number;
   event: ZulipEvent;
   users: EventRecipient[];
+  message?: MessageEventExtra;
 }
 
 export type EventListener = (envelope: EventEnvelope) => void;
@@ -28,9 +46,9 @@ export class EventBus {
     };
   }
 
-  send(realmId: number, event: ZulipEvent, users: EventRecipient[]): void {
+  send(realmId: number, event: ZulipEvent, users: EventRecipient[], message?: MessageEventExtra): void {
     if (users.length === 0) return;
-    const envelope = { realmId, event, users };
+    const envelope: EventEnvelope = { realmId, event, users, message };
     for (const l of this.listeners) l(envelope);
   }
 }

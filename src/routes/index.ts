@@ -2,9 +2,21 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../services.js';
 import { registerServerRoutes } from './server/index.js';
 import { registerAuthRoutes } from './auth/index.js';
+import { registerUserRoutes } from './users/index.js';
+import { registerStreamRoutes } from './streams/index.js';
+import { registerSettingsRoutes } from './settings/index.js';
+import { registerMessageRoutes } from './messages/index.js';
+import { registerEventRoutes } from './events/index.js';
+import { registerOrgRoutes } from './org/index.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
 export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerServerRoutes(app, services);
   registerAuthRoutes(app, services);
+  registerUserRoutes(app, services);
+  registerStreamRoutes(app, services);
+  registerSettingsRoutes(app, services);
+  registerMessageRoutes(app, services);
+  registerEventRoutes(app, services);
+  registerOrgRoutes(app, services);
 }
