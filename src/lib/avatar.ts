@@ -1,0 +1,30 @@
+import { createHash } from 'node:crypto';
+import type { User } from '../db/tables.js';
+
+/** avatar_source: 'G' = external avatar provider (Gravatar), 'U' = uploaded to this server. */
+export const AVATAR_FROM_GRAVATAR = 'G';
+export const AVATAR_FROM_USER = 'U';
+
+export function gravatarHash(email: string): string {
+  return createHash('md5').update(email.trim().toLowerCase()).digest('hex');
+}
+
+/**
+ * The avatar URL Zulip would give. Gravatar URLs are built from the real (delivery) email,
+ * which is why clients may only compute them themselves when they can see that email.
+ */
+export function avatarUrl(realmUrl: string, user: Pick<User, 'avatar_source' | 'avatar_version' | 'delivery_email' | 'realm_id' | 'id'>): string {
+  if (user.avatar_source === AVATAR_FROM_USER) {
+    const h = createHash('sha1').update(`${user.realm_id}:${user.id}`).digest('hex');
+    return `${realmUrl}/user_avatars/${user.realm_id}/${h}.png?version=${user.avatar_version}`;
+  }
+  return `https://secure.gravatar.com/avatar/${gravatarHash(user.delivery_email)}?d=identicon&version=${user.avatar_version}`;
+}
+
+/**
+ * Whether `avatar_url` may be null for a client that computes Gravatar URLs itself
+ * (client_gravatar / client_extavatar): only for Gravatar avatars whose real email the caller can see.
+ */
+export function avatarUrlOmittable(user: Pick<User, 'avatar_source'>, callerCanSeeEmail: boolean): boolean {
+  return user.avatar_source === AVATAR_FROM_GRAVATAR && callerCanSeeEmail;
+}
