@@ -1,0 +1,19 @@
+import type { StateFetcher } from './types.js';
+import { fetchUsersState } from './users.js';
+import { fetchStreamsState } from './streams.js';
+import { fetchSettingsState } from './settings.js';
+import { fetchMessagesState } from './messages.js';
+import { fetchOrgState } from './org.js';
+import { fetchGroupsState } from './groups.js';
+import { fetchInvitesState } from './invites.js';
+
+/** Every area's contribution to POST /register, merged in this order. */
+export const STATE_FETCHERS: readonly StateFetcher[] = [
+  fetchSettingsState,
+  fetchUsersState,
+  fetchGroupsState,
+  fetchStreamsState,
+  fetchMessagesState,
+  fetchOrgState,
+  fetchInvitesState,
+];
