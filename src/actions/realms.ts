@@ -1,7 +1,8 @@
 import { now, transaction } from '../db/index.js';
 import type { Realm } from '../db/tables.js';
 import { insertRealm, updateRealmRow } from '../db/repos/realms.js';
-import { insertSubgroups, insertUserGroup } from '../db/repos/user_groups.js';
+import { insertSubgroups, insertUserGroup, updateSystemGroupPermissions } from '../db/repos/user_groups.js';
+import { USER_GROUP_PERMISSION_SETTINGS } from '../lib/group_settings.js';
 import { SYSTEM_GROUPS } from '../lib/system_groups.js';
 import { initialRealmSettings } from '../lib/realm_settings.js';
 import type { Services } from '../services.js';
@@ -30,6 +31,10 @@ export async function doCreateRealm(
       });
       ids.set(def.name, g.id);
     }
+    // System groups cannot be edited by anyone: every permission of theirs is role:nobody.
+    const nobody = ids.get('role:nobody')!;
+    const permissions = JSON.stringify(Object.fromEntries(USER_GROUP_PERMISSION_SETTINGS.map((s) => [s, nobody])));
+    await updateSystemGroupPermissions(tx, realm.id, permissions);
     for (const def of SYSTEM_GROUPS) {
       if (def.subgroup) await insertSubgroups(tx, ids.get(def.name)!, [ids.get(def.subgroup)!]);
     }

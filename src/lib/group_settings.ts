@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonableError, badRequest } from '../errors.js';
 import type { Tx } from '../db/index.js';
 import { fetchGroupRows, type GroupRows } from '../db/repos/user_groups.js';
 
@@ -126,4 +127,115 @@ export function normalizeGroupSettingValue(value: GroupSettingValue): GroupSetti
   const subgroups = [...new Set(value.direct_subgroups)].sort((a, b) => a - b);
   if (members.length === 0 && subgroups.length === 1) return subgroups[0]!;
   return { direct_members: members, direct_subgroups: subgroups };
+}
+
+/**
+ * How a permission setting may be configured, as in Zulip's GroupPermissionSetting:
+ * which system groups it may name and what it defaults to.
+ */
+export interface GroupPermissionConfig {
+  requireSystemGroup: boolean;
+  allowInternetGroup: boolean;
+  allowNobodyGroup: boolean;
+  allowEveryoneGroup: boolean;
+  /** Extra system groups this setting may never be set to (e.g. role:owners for can_mention_group). */
+  forbiddenSystemGroups?: readonly string[];
+  /** Default for a new user group: a system group name, or 'group_creator' for the creator alone. */
+  defaultGroupName: string;
+}
+
+export const USER_GROUP_PERMISSION_CONFIG: Record<string, GroupPermissionConfig> = {
+  can_add_members_group: { requireSystemGroup: false, allowInternetGroup: false, allowNobodyGroup: true, allowEveryoneGroup: false, defaultGroupName: 'group_creator' },
+  can_join_group: { requireSystemGroup: false, allowInternetGroup: false, allowNobodyGroup: true, allowEveryoneGroup: false, defaultGroupName: 'role:nobody' },
+  can_leave_group: { requireSystemGroup: false, allowInternetGroup: false, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: 'role:everyone' },
+  can_manage_group: { requireSystemGroup: false, allowInternetGroup: false, allowNobodyGroup: true, allowEveryoneGroup: false, defaultGroupName: 'group_creator' },
+  // The spec forbids role:owners here too.
+  can_mention_group: { requireSystemGroup: false, allowInternetGroup: false, allowNobodyGroup: true, allowEveryoneGroup: true, forbiddenSystemGroups: ['role:owners'], defaultGroupName: 'role:everyone' },
+  can_remove_members_group: { requireSystemGroup: false, allowInternetGroup: false, allowNobodyGroup: true, allowEveryoneGroup: false, defaultGroupName: 'role:nobody' },
+};
+
+export const USER_GROUP_PERMISSION_SETTINGS = Object.keys(USER_GROUP_PERMISSION_CONFIG);
+
+/** `{new, old?}`: how every group-valued setting is changed. */
+export const groupSettingUpdateSchema = z
+  .object({ new: groupSettingValueSchema, old: groupSettingValueSchema.optional() })
+  .strict();
+export type GroupSettingUpdate = z.infer<typeof groupSettingUpdateSchema>;
+
+export function groupSettingValuesEqual(a: GroupSettingValue, b: GroupSettingValue): boolean {
+  const na = normalizeGroupSettingValue(a);
+  const nb = normalizeGroupSettingValue(b);
+  if (typeof na === 'number' || typeof nb === 'number') return na === nb;
+  const same = (x: number[], y: number[]) => x.length === y.length && x.every((v, i) => v === y[i]);
+  return same(na.direct_members, nb.direct_members) && same(na.direct_subgroups, nb.direct_subgroups);
+}
+
+/**
+ * Refuses a change whose `old` does not match the current value (a client acting on stale
+ * state); returns whether `new` actually differs from the current value.
+ */
+export function checkGroupSettingChange(current: GroupSettingValue, update: GroupSettingUpdate): boolean {
+  if (update.old !== undefined && !groupSettingValuesEqual(update.old, current)) {
+    throw badRequest("'old' value does not match the expected value.");
+  }
+  return !groupSettingValuesEqual(current, update.new);
+}
+
+/**
+ * Validates a proposed value for `settingName`: every named group exists in the realm and is
+ * active, every direct member is an active user of the realm, and system-group restrictions
+ * hold. Returns the value in its normalized API form.
+ */
+export function checkGroupSettingValue(
+  m: GroupMembership,
+  value: GroupSettingValue,
+  settingName: string,
+  config: GroupPermissionConfig,
+  activeUserIds: ReadonlySet<number>,
+): GroupSettingValue {
+  const normalized = normalizeGroupSettingValue(value);
+  if (typeof normalized === 'number') {
+    const group = m.byId.get(normalized);
+    if (!group) throw badRequest('Invalid user group');
+    if (group.deactivated) throw badRequest('User group is deactivated.');
+    checkSystemGroupAllowed(group.name, group.isSystem, settingName, config);
+    return normalized;
+  }
+  if (config.requireSystemGroup) {
+    throw new JsonableError(`'${settingName}' must be a system user group.`, 'SYSTEM_GROUP_REQUIRED', 400, { setting_name: settingName });
+  }
+  for (const u of normalized.direct_members) {
+    if (!activeUserIds.has(u)) throw badRequest(`Invalid user ID: ${u}`);
+  }
+  for (const g of normalized.direct_subgroups) {
+    const group = m.byId.get(g);
+    if (!group) throw badRequest(`Invalid user group ID: ${g}`);
+    if (group.deactivated) throw badRequest('User group is deactivated.');
+  }
+  return normalized;
+}
+
+function checkSystemGroupAllowed(name: string, isSystem: boolean, settingName: string, config: GroupPermissionConfig): void {
+  if (config.requireSystemGroup && !isSystem) {
+    throw new JsonableError(`'${settingName}' must be a system user group.`, 'SYSTEM_GROUP_REQUIRED', 400, { setting_name: settingName });
+  }
+  const refuse = (group: string) => badRequest(`'${settingName}' setting cannot be set to '${group}' group.`);
+  if (!config.allowInternetGroup && name === 'role:internet') throw refuse(name);
+  if (!config.allowNobodyGroup && name === 'role:nobody') throw refuse(name);
+  if (!config.allowEveryoneGroup && name === 'role:everyone') throw refuse(name);
+  if (config.forbiddenSystemGroups?.includes(name)) throw refuse(name);
+}
+
+/**
+ * Whether a user holds a permission setting. Settings that may not be `role:everyone` never
+ * grant anything to guests, as in Zulip's user_has_permission_for_group_setting.
+ */
+export function userHasGroupPermission(
+  m: GroupMembership,
+  value: GroupSettingValue,
+  user: { id: number; role: number },
+  config: Pick<GroupPermissionConfig, 'allowEveryoneGroup'>,
+): boolean {
+  if (!config.allowEveryoneGroup && user.role === 600) return false;
+  return m.isUserInSetting(value, user.id);
 }

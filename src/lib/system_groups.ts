@@ -21,9 +21,9 @@ export const SYSTEM_GROUPS: readonly SystemGroupDef[] = [
   { name: 'role:administrators', description: 'Administrators of this organization, including owners', subgroup: 'role:owners', role: ROLE_ADMINISTRATOR },
   { name: 'role:moderators', description: 'Moderators of this organization, including administrators', subgroup: 'role:administrators', role: ROLE_MODERATOR },
   { name: 'role:fullmembers', description: 'Members of this organization, not including new accounts and guests', subgroup: 'role:moderators', role: null },
-  { name: 'role:members', description: 'Everyone except guests', subgroup: 'role:fullmembers', role: ROLE_MEMBER },
-  { name: 'role:everyone', description: 'Everyone including guests', subgroup: 'role:members', role: ROLE_GUEST },
-  { name: 'role:internet', description: 'Everyone on the internet', subgroup: 'role:everyone', role: null },
+  { name: 'role:members', description: 'Members of this organization, not including guests', subgroup: 'role:fullmembers', role: ROLE_MEMBER },
+  { name: 'role:everyone', description: 'Everyone in this organization, including guests', subgroup: 'role:members', role: ROLE_GUEST },
+  { name: 'role:internet', description: 'Everyone on the Internet', subgroup: 'role:everyone', role: null },
 ];
 
 export const SYSTEM_GROUP_FOR_ROLE: Record<number, string> = {

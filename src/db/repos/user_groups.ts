@@ -58,3 +58,7 @@ export async function fetchGroupRows(db: Tx, realmId: number): Promise<GroupRows
   ]);
   return { groups, members, subgroups, inactiveUserIds: inactive.map((r) => r.id) };
 }
+
+export async function updateSystemGroupPermissions(db: Tx, realmId: number, permissions: string): Promise<void> {
+  await db.updateTable('user_groups').set({ permissions }).where('realm_id', '=', realmId).where('is_system_group', '=', 1).execute();
+}
