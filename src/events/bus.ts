@@ -27,11 +27,22 @@ export interface MessageEventExtra {
   localId?: string;
 }
 
+/**
+ * Deliver only to queues whose client declared (or did not declare) a capability: Zulip sends
+ * some changes in two shapes, e.g. a deactivated user group is an `update` for clients with
+ * include_deactivated_groups and a `remove` for the others.
+ */
+export interface CapabilityFilter {
+  capability: string;
+  value: boolean;
+}
+
 export interface EventEnvelope {
   realmId: number;
   event: ZulipEvent;
   users: EventRecipient[];
   message?: MessageEventExtra;
+  onlyIf?: CapabilityFilter;
 }
 
 export type EventListener = (envelope: EventEnvelope) => void;
@@ -46,9 +57,9 @@ export class EventBus {
     };
   }
 
-  send(realmId: number, event: ZulipEvent, users: EventRecipient[], message?: MessageEventExtra): void {
+  send(realmId: number, event: ZulipEvent, users: EventRecipient[], message?: MessageEventExtra, onlyIf?: CapabilityFilter): void {
     if (users.length === 0) return;
-    const envelope: EventEnvelope = { realmId, event, users, message };
+    const envelope: EventEnvelope = { realmId, event, users, message, onlyIf };
     for (const l of this.listeners) l(envelope);
   }
 }
