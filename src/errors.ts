@@ -82,3 +82,11 @@ export const insufficientPermission = (): JsonableError => badRequest('Insuffici
 
 export const streamDoesNotExist = (name: string): JsonableError =>
   new JsonableError(`Channel '${name}' does not exist`, 'STREAM_DOES_NOT_EXIST', 400, { stream: name });
+
+/** Zulip's OrganizationAdministratorRequiredError (HTTP 400). */
+export const adminRequired = (): JsonableError =>
+  new JsonableError('Must be an organization administrator', 'UNAUTHORIZED_PRINCIPAL', 400);
+
+/** Zulip's OrganizationOwnerRequiredError (HTTP 400). */
+export const ownerRequired = (): JsonableError =>
+  new JsonableError('Must be an organization owner', 'UNAUTHORIZED_PRINCIPAL', 400);
