@@ -209,6 +209,7 @@ export interface CustomProfileFieldTable {
   display_in_profile_summary: Generated<Flag>;
   required: Generated<Flag>;
   editable_by_user: Generated<Flag>;
+  use_for_user_matching: Generated<Flag>;
 }
 
 export interface CustomProfileValueTable {
