@@ -193,6 +193,7 @@ export interface RealmPlaygroundTable {
 }
 
 export interface RealmDomainTable {
+  id: Generated<number>;
   realm_id: number;
   domain: string;
   allow_subdomains: Generated<Flag>;
