@@ -26,6 +26,12 @@ export interface EndpointDef<S extends ParamSpecs, A extends AuthMode> {
   path: string;
   auth?: A;
   params: S;
+  /**
+   * Runs after authentication and before parameters are parsed, like Zulip's role
+   * decorators (require_realm_admin ...): a caller without the role gets the role error
+   * even when parameters are missing or malformed.
+   */
+  authorize?: (user: User, realm: Realm) => void;
   handler: (ctx: HandlerContext<S, A>) => Promise<Record<string, unknown> | void>;
 }
 
@@ -72,6 +78,7 @@ export function endpoint<S extends ParamSpecs, A extends AuthMode = 'user'>(
             ? await authenticateSession(services, realm, req)
             : await authenticateApiKey(services, realm, req);
         }
+        if (def.authorize && user) def.authorize(user, realm);
         const raw = rawParams(req);
         const { values, ignored } = parseParams(def.params, raw, (req.params ?? {}) as Record<string, string>);
         const data = await def.handler({
