@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { JsonableError, badRequest } from '../errors.js';
 import type { Tx } from '../db/index.js';
-import { fetchGroupRows, type GroupRows } from '../db/repos/user_groups.js';
+import { fetchGroupRows, fetchGroupRowsForUser, type GroupRows } from '../db/repos/user_groups.js';
 
 /**
  * A group-setting value: the ID of a user group, or an anonymous group given by its direct
@@ -40,6 +40,10 @@ export class GroupMembership {
     const id = this.byName.get(name);
     if (id === undefined) throw new Error(`system group ${name} missing`);
     return id;
+  }
+
+  isActiveUser(userId: number): boolean {
+    return !this.inactive.has(userId);
   }
 
   directMembers(groupId: number): number[] {
@@ -113,6 +117,15 @@ export class GroupMembership {
 
 export async function loadGroupMembership(db: Tx, realmId: number): Promise<GroupMembership> {
   return new GroupMembership(await fetchGroupRows(db, realmId));
+}
+
+/**
+ * A GroupMembership holding only the groups that contain `user`: it answers
+ * isUserInSetting / userHasGroupPermission for that one user exactly as the realm-wide one
+ * would, with one query whatever the realm's size. For per-request permission checks.
+ */
+export async function loadUserGroupMembership(db: Tx, user: { id: number; is_active: number }): Promise<GroupMembership> {
+  return new GroupMembership(await fetchGroupRowsForUser(db, user));
 }
 
 /** The one entry point for permission checks against a group-setting value. */

@@ -8,6 +8,7 @@ import { registerSettingsRoutes } from './settings/index.js';
 import { registerMessageRoutes } from './messages/index.js';
 import { registerEventRoutes } from './events/index.js';
 import { registerOrgRoutes } from './org/index.js';
+import { registerGroupRoutes } from './groups/index.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
 export function registerRoutes(app: FastifyInstance, services: Services): void {
@@ -19,4 +20,5 @@ export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerMessageRoutes(app, services);
   registerEventRoutes(app, services);
   registerOrgRoutes(app, services);
+  registerGroupRoutes(app, services);
 }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Tx } from '../index.js';
 import type { UserGroup } from '../tables.js';
 
@@ -61,4 +62,71 @@ export async function fetchGroupRows(db: Tx, realmId: number): Promise<GroupRows
 
 export async function updateSystemGroupPermissions(db: Tx, realmId: number, permissions: string): Promise<void> {
   await db.updateTable('user_groups').set({ permissions }).where('realm_id', '=', realmId).where('is_system_group', '=', 1).execute();
+}
+
+export async function fetchUserGroupById(db: Tx, realmId: number, groupId: number): Promise<UserGroup | undefined> {
+  return db.selectFrom('user_groups').selectAll().where('realm_id', '=', realmId).where('id', '=', groupId).executeTakeFirst();
+}
+
+export async function fetchUserGroupByName(db: Tx, realmId: number, name: string): Promise<UserGroup | undefined> {
+  return db.selectFrom('user_groups').selectAll().where('realm_id', '=', realmId).where('name_lc', '=', name.toLowerCase()).executeTakeFirst();
+}
+
+export async function fetchRealmUserGroups(db: Tx, realmId: number): Promise<UserGroup[]> {
+  return db.selectFrom('user_groups').selectAll().where('realm_id', '=', realmId).orderBy('id').execute();
+}
+
+export async function updateUserGroupRow(
+  db: Tx,
+  groupId: number,
+  changes: Partial<Pick<UserGroup, 'name' | 'description' | 'deactivated' | 'permissions'>>,
+): Promise<void> {
+  const row: Record<string, unknown> = { ...changes };
+  if (changes.name !== undefined) row.name_lc = changes.name.toLowerCase();
+  await db.updateTable('user_groups').set(row).where('id', '=', groupId).execute();
+}
+
+export async function deleteSubgroups(db: Tx, groupId: number, subgroupIds: readonly number[]): Promise<void> {
+  if (subgroupIds.length === 0) return;
+  await db.deleteFrom('group_subgroups').where('group_id', '=', groupId).where('subgroup_id', 'in', [...subgroupIds]).execute();
+}
+
+/** Active, non-deleted users of the realm: who sees realm-wide events and may be a group member. */
+export async function fetchActiveUserIds(db: Tx, realmId: number): Promise<number[]> {
+  const rows = await db.selectFrom('users').select('id').where('realm_id', '=', realmId).where('is_active', '=', 1).execute();
+  return rows.map((r) => r.id);
+}
+
+export async function fetchGroupsUsingSettings(db: Tx, realmId: number): Promise<{ id: number; permissions: string }[]> {
+  return db.selectFrom('user_groups').select(['id', 'permissions']).where('realm_id', '=', realmId).where('deactivated', '=', 0).execute();
+}
+
+export async function fetchStreamPermissions(db: Tx, realmId: number): Promise<{ id: number; permissions: string }[]> {
+  return db.selectFrom('streams').select(['id', 'permissions']).where('realm_id', '=', realmId).where('deactivated', '=', 0).execute();
+}
+
+/**
+ * The part of the group graph that matters for one user: every group containing the user,
+ * directly or through nested subgroups, with the edges between them. One recursive query,
+ * independent of the realm's size; the permission hot paths use it instead of fetchGroupRows.
+ */
+export async function fetchGroupRowsForUser(db: Tx, user: { id: number; is_active: number }): Promise<GroupRows> {
+  const { rows } = await sql<{ id: number; child: number | null; name: string; is_system_group: number; deactivated: number }>`
+    WITH RECURSIVE anc(id, child) AS (
+      SELECT group_id, CAST(NULL AS BIGINT) FROM group_members WHERE user_id = ${user.id}
+      UNION
+      SELECT gs.group_id, gs.subgroup_id FROM group_subgroups gs JOIN anc ON gs.subgroup_id = anc.id
+    )
+    SELECT anc.id, anc.child, ug.name, ug.is_system_group, ug.deactivated
+    FROM anc JOIN user_groups ug ON ug.id = anc.id`.execute(db);
+  const groups = new Map<number, GroupRows['groups'][number]>();
+  const members: GroupRows['members'] = [];
+  const subgroups: GroupRows['subgroups'] = [];
+  for (const r of rows) {
+    const id = Number(r.id);
+    groups.set(id, { id, name: r.name, is_system_group: Number(r.is_system_group), deactivated: Number(r.deactivated) });
+    if (r.child === null) members.push({ group_id: id, user_id: user.id });
+    else subgroups.push({ group_id: id, subgroup_id: Number(r.child) });
+  }
+  return { groups: [...groups.values()], members, subgroups, inactiveUserIds: user.is_active ? [] : [user.id] };
 }
