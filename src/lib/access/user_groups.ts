@@ -3,16 +3,12 @@ import type { Tx } from '../../db/index.js';
 import type { Realm, User, UserGroup } from '../../db/tables.js';
 import { fetchUserGroupById } from '../../db/repos/user_groups.js';
 import { isGuest } from '../roles.js';
-import { USER_GROUP_PERMISSION_CONFIG, loadGroupMembership, userHasGroupPermission, type GroupMembership, type GroupSettingValue } from '../group_settings.js';
+import { USER_GROUP_PERMISSION_CONFIG, loadGroupMembership, userHasGroupPermission, type GroupMembership } from '../group_settings.js';
+import { realmSettings } from '../realm_settings.js';
 import { groupPermissions } from '../format/user_groups.js';
 
-/** Realm-level group settings that govern user groups (written for every realm at creation). */
-export function realmGroupSetting(realm: Realm, name: 'can_manage_all_groups' | 'can_create_groups'): GroupSettingValue {
-  return (JSON.parse(realm.settings) as Record<string, GroupSettingValue>)[name]!;
-}
-
 /** Every user-group endpoint is closed to guests, as Zulip's require_member_or_admin. */
-export function checkNotGuest(user: User): void {
+export function checkNotGuest(user: Pick<User, 'role'>): void {
   if (isGuest(user)) throw badRequest('Not allowed for guest users');
 }
 
@@ -46,7 +42,7 @@ export async function accessUserGroupForUpdate(
   const group = await accessUserGroupForRead(db, realm, groupId, opts.allowDeactivated ?? false);
   if (group.is_system_group) throw insufficientPermission();
   const m = opts.membership ?? (await loadGroupMembership(db, realm.id));
-  const manageAll = userHasGroupPermission(m, realmGroupSetting(realm, 'can_manage_all_groups'), user, { allowEveryoneGroup: false });
+  const manageAll = userHasGroupPermission(m, realmSettings(realm).can_manage_all_groups, user, { allowEveryoneGroup: false });
   if (manageAll || holds(m, group, user, 'can_manage_group')) return { group, membership: m };
   if (permission !== 'can_manage_group' && holds(m, group, user, permission)) return { group, membership: m };
   throw insufficientPermission();

@@ -20,8 +20,8 @@ import {
   accessUserGroupForSelfOrOthers,
   accessUserGroupForUpdate,
   checkNotGuest,
-  realmGroupSetting,
 } from '../../lib/access/user_groups.js';
+import { realmSettings } from '../../lib/realm_settings.js';
 import {
   checkActiveUserIds,
   checkCreateUserGroup,
@@ -49,9 +49,9 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
   endpoint(app, services, {
     method: 'GET',
     path: '/user_groups',
+    authorize: checkNotGuest,
     params: { include_deactivated_groups: p.bool().default(false) },
     handler: async ({ realm, user, params }) => {
-      checkNotGuest(user);
       const [groups, m] = await Promise.all([fetchRealmUserGroups(db, realm.id), loadGroupMembership(db, realm.id)]);
       return {
         user_groups: groups.filter((g) => params.include_deactivated_groups || !g.deactivated).map((g) => formatUserGroup(g, m)),
@@ -62,6 +62,7 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
   endpoint(app, services, {
     method: 'POST',
     path: '/user_groups/create',
+    authorize: checkNotGuest,
     params: {
       name: p.str(),
       description: p.str(),
@@ -70,9 +71,8 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
       ...settingParams(() => p.json(groupSettingValueSchema)),
     },
     handler: async ({ realm, user, params }) => {
-      checkNotGuest(user);
       const m = await loadGroupMembership(db, realm.id);
-      if (!userHasGroupPermission(m, realmGroupSetting(realm, 'can_create_groups'), user, { allowEveryoneGroup: false })) {
+      if (!userHasGroupPermission(m, realmSettings(realm).can_create_groups, user, { allowEveryoneGroup: false })) {
         throw insufficientPermission();
       }
       const input = await checkCreateUserGroup(services, realm, {
@@ -89,6 +89,7 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
   endpoint(app, services, {
     method: 'PATCH',
     path: '/user_groups/:user_group_id',
+    authorize: checkNotGuest,
     params: {
       user_group_id: p.int(),
       name: p.str().optional(),
@@ -97,7 +98,6 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
       ...settingParams(() => p.json(groupSettingUpdateSchema)),
     },
     handler: async ({ realm, user, params }) => {
-      checkNotGuest(user);
       const settings = pickSettings<GroupSettingUpdate>(params);
       if (params.name === undefined && params.description === undefined && params.deactivated === undefined && !Object.keys(settings).length) {
         throw badRequest('No new data supplied');
@@ -118,9 +118,9 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
   endpoint(app, services, {
     method: 'POST',
     path: '/user_groups/:user_group_id/deactivate',
+    authorize: checkNotGuest,
     params: { user_group_id: p.int() },
     handler: async ({ realm, user, params }) => {
-      checkNotGuest(user);
       const { group, membership } = await accessUserGroupForUpdate(db, realm, user, params.user_group_id, 'can_manage_group');
       await checkDeactivateUserGroup(services, realm, group, membership);
       await doDeactivateUserGroup(services, realm, user, group);
@@ -130,6 +130,7 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
   endpoint(app, services, {
     method: 'POST',
     path: '/user_groups/:user_group_id/members',
+    authorize: checkNotGuest,
     params: {
       user_group_id: p.int(),
       add: p.intList().default([]),
@@ -138,7 +139,6 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
       delete_subgroups: p.intList().default([]),
     },
     handler: async ({ realm, user, params }) => {
-      checkNotGuest(user);
       const add = [...new Set(params.add)];
       const remove = [...new Set(params.delete)];
       if (!add.length && !remove.length && !params.add_subgroups.length && !params.delete_subgroups.length) {
@@ -181,9 +181,9 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
   endpoint(app, services, {
     method: 'POST',
     path: '/user_groups/:user_group_id/subgroups',
+    authorize: checkNotGuest,
     params: { user_group_id: p.int(), add: p.intList().default([]), delete: p.intList().default([]) },
     handler: async ({ realm, user, params }) => {
-      checkNotGuest(user);
       if (!params.add.length && !params.delete.length) throw badRequest('Nothing to do. Specify at least one of "add" or "delete".');
       await checkSubgroupChange(params.user_group_id, params.add, params.delete, realm, user);
       const group = await accessUserGroupForRead(db, realm, params.user_group_id, true);
@@ -195,9 +195,9 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
   endpoint(app, services, {
     method: 'GET',
     path: '/user_groups/:user_group_id/members',
+    authorize: checkNotGuest,
     params: { user_group_id: p.int(), direct_member_only: p.bool().default(false) },
     handler: async ({ realm, user, params }) => {
-      checkNotGuest(user);
       const group = await accessUserGroupForRead(db, realm, params.user_group_id);
       const m = await loadGroupMembership(db, realm.id);
       const members = params.direct_member_only ? m.directMembers(group.id) : [...m.members(group.id)].sort((a, b) => a - b);
@@ -208,9 +208,9 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
   endpoint(app, services, {
     method: 'GET',
     path: '/user_groups/:user_group_id/subgroups',
+    authorize: checkNotGuest,
     params: { user_group_id: p.int(), direct_subgroup_only: p.bool().default(false) },
     handler: async ({ realm, user, params }) => {
-      checkNotGuest(user);
       const group = await accessUserGroupForRead(db, realm, params.user_group_id);
       const m = await loadGroupMembership(db, realm.id);
       const subgroups = params.direct_subgroup_only
@@ -223,9 +223,9 @@ export function registerGroupRoutes(app: FastifyInstance, services: Services): v
   endpoint(app, services, {
     method: 'GET',
     path: '/user_groups/:user_group_id/members/:user_id',
+    authorize: checkNotGuest,
     params: { user_group_id: p.int(), user_id: p.int(), direct_member_only: p.bool().default(false) },
     handler: async ({ realm, user, params }) => {
-      checkNotGuest(user);
       const group = await accessUserGroupForRead(db, realm, params.user_group_id);
       const target = await fetchUserById(db, realm.id, params.user_id);
       if (!target) throw badRequest('No such user');
