@@ -323,6 +323,11 @@ export interface UserStatusTable {
   timestamp: number;
 }
 
+export interface ServerSecretTable {
+  name: string;
+  value: string;
+}
+
 export interface DB {
   realms: RealmTable;
   users: UserTable;
@@ -354,6 +359,7 @@ export interface DB {
   audit_log: AuditLogTable;
   sessions: SessionTable;
   user_status: UserStatusTable;
+  server_secrets: ServerSecretTable;
 }
 
 export type Realm = Selectable<RealmTable>;

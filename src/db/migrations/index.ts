@@ -3,6 +3,7 @@ import type { Dialect } from '../index.js';
 import * as m0001 from './0001_initial.js';
 import * as m0010 from './0010_users_profile_fields.js';
 import * as m0060 from './0060_org_realm_domain_ids.js';
+import * as m0090 from './0090_server_secrets.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -16,4 +17,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0001_initial': m0001,
   '0010_users_profile_fields': m0010,
   '0060_org_realm_domain_ids': m0060,
+  '0090_server_secrets': m0090,
 };
