@@ -93,3 +93,9 @@ export function assertMatchesComponent(value: unknown, component: string): void 
   }
   assert.ok(validate(value), `${component}: ${JSON.stringify(validate.errors?.slice(0, 5), null, 1)}`);
 }
+
+/** Validates one event, as a queue would deliver it (with an `id`), against GET /events' schema. */
+export function assertEventConforms(event: Record<string, unknown>): void {
+  const body = { result: 'success', msg: '', queue_id: 'q', events: [{ ...event, id: 0 }] };
+  assertConforms({ status: 200, headers: new Headers(), body }, 'GET', '/events');
+}
