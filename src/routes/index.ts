@@ -9,6 +9,7 @@ import { registerMessageRoutes } from './messages/index.js';
 import { registerEventRoutes } from './events/index.js';
 import { registerOrgRoutes } from './org/index.js';
 import { registerGroupRoutes } from './groups/index.js';
+import { registerCallRoutes } from './calls/index.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
 export function registerRoutes(app: FastifyInstance, services: Services): void {
@@ -21,4 +22,5 @@ export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerEventRoutes(app, services);
   registerOrgRoutes(app, services);
   registerGroupRoutes(app, services);
+  registerCallRoutes(app, services);
 }

@@ -6,6 +6,7 @@ import { fetchMessagesState } from './messages.js';
 import { fetchOrgState } from './org.js';
 import { fetchGroupsState } from './groups.js';
 import { fetchInvitesState } from './invites.js';
+import { fetchCallsState } from './calls.js';
 
 /** Every area's contribution to POST /register, merged in this order. */
 export const STATE_FETCHERS: readonly StateFetcher[] = [
@@ -16,4 +17,5 @@ export const STATE_FETCHERS: readonly StateFetcher[] = [
   fetchMessagesState,
   fetchOrgState,
   fetchInvitesState,
+  fetchCallsState,
 ];
