@@ -31,8 +31,26 @@ function ajvFor(d: any): Ajv {
   if (ajv) return ajv;
   ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true, discriminator: false });
   (addFormats as unknown as (a: Ajv) => void)(ajv);
-  ajv.addSchema({ $id: 'zulip', components: d.components }, 'zulip');
+  ajv.addSchema({ $id: 'zulip', components: fixNullable(d.components) }, 'zulip');
   return ajv;
+}
+
+/**
+ * OpenAPI's `nullable: true` beside `allOf`/`oneOf`/`$ref` (no `type`) is rejected by Ajv;
+ * express it as "this schema, or null".
+ */
+function fixNullable(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(fixNullable);
+  if (node && typeof node === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(node)) out[k] = fixNullable(v);
+    if (out.nullable === true && out.type === undefined) {
+      const { nullable: _nullable, ...rest } = out;
+      return { anyOf: [rest, { type: 'null' }] };
+    }
+    return out;
+  }
+  return node;
 }
 
 function rewriteRefs(node: unknown): unknown {
@@ -52,7 +70,13 @@ export function responseSchema(method: string, pathTemplate: string, status: num
   const d = openapiDoc();
   if (!d) return null;
   const op = d.paths?.[pathTemplate]?.[method.toLowerCase()];
-  const content = op?.responses?.[String(status)]?.content?.['application/json'];
+  let response = op?.responses?.[String(status)];
+  // Shared responses (e.g. SimpleSuccess) are referenced from components/responses.
+  const ref: unknown = response?.$ref;
+  if (typeof ref === 'string' && ref.startsWith('#/components/responses/')) {
+    response = d.components?.responses?.[ref.slice('#/components/responses/'.length)];
+  }
+  const content = response?.content?.['application/json'];
   return content?.schema ?? null;
 }
 
@@ -74,7 +98,7 @@ export function assertConforms(res: ApiResponse, method: string, pathTemplate: s
   if (!validate) {
     const schema = responseSchema(method, pathTemplate, res.status);
     assert.ok(schema, `zulip.yaml documents no ${res.status} response for ${method} ${pathTemplate}`);
-    validate = ajvFor(d).compile(rewriteRefs(schema) as object);
+    validate = ajvFor(d).compile(fixNullable(rewriteRefs(schema)) as object);
     compiled.set(key, validate);
   }
   const valid = validate(res.body);
