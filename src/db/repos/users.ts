@@ -17,13 +17,65 @@ export async function fetchUserByEmail(db: Tx, realmId: number, email: string): 
     .executeTakeFirst();
 }
 
+/** Matches only the real (delivery) email, case-insensitively. */
+export async function fetchUserByDeliveryEmail(db: Tx, realmId: number, email: string): Promise<User | undefined> {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('realm_id', '=', realmId)
+    .where(sql`lower(delivery_email)`, '=', email.toLowerCase())
+    .executeTakeFirst();
+}
+
+/** Whether an address is taken in the realm, as an API email or a delivery email. */
+export async function emailInUse(db: Tx, realmId: number, email: string, exceptUserId?: number): Promise<boolean> {
+  const lc = email.toLowerCase();
+  let q = db
+    .selectFrom('users')
+    .select('id')
+    .where('realm_id', '=', realmId)
+    .where((eb) => eb.or([eb('email_lc', '=', lc), eb(sql`lower(delivery_email)`, '=', lc)]));
+  if (exceptUserId !== undefined) q = q.where('id', '!=', exceptUserId);
+  return (await q.executeTakeFirst()) !== undefined;
+}
+
 export async function fetchUsersByIds(db: Tx, realmId: number, ids: readonly number[]): Promise<User[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('users').selectAll().where('realm_id', '=', realmId).where('id', 'in', [...ids]).execute();
+  return db.selectFrom('users').selectAll().where('realm_id', '=', realmId).where('id', 'in', [...ids]).orderBy('id').execute();
 }
 
 export async function fetchRealmUsers(db: Tx, realmId: number): Promise<User[]> {
   return db.selectFrom('users').selectAll().where('realm_id', '=', realmId).orderBy('id').execute();
+}
+
+export async function fetchActiveUsers(db: Tx, realmId: number): Promise<User[]> {
+  return db.selectFrom('users').selectAll().where('realm_id', '=', realmId).where('is_active', '=', 1).orderBy('id').execute();
+}
+
+export async function fetchActiveUserIds(db: Tx, realmId: number): Promise<number[]> {
+  const rows = await db.selectFrom('users').select('id').where('realm_id', '=', realmId).where('is_active', '=', 1).orderBy('id').execute();
+  return rows.map((r) => r.id);
+}
+
+export async function fetchActiveUserRoles(db: Tx, realmId: number): Promise<{ id: number; role: number }[]> {
+  return db.selectFrom('users').select(['id', 'role']).where('realm_id', '=', realmId).where('is_active', '=', 1).orderBy('id').execute();
+}
+
+export async function fetchActiveUserNames(db: Tx, realmId: number): Promise<string[]> {
+  const rows = await db.selectFrom('users').select('full_name').where('realm_id', '=', realmId).where('is_active', '=', 1).execute();
+  return rows.map((r) => r.full_name);
+}
+
+export async function fetchActiveBotsOwnedBy(db: Tx, realmId: number, ownerId: number): Promise<User[]> {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('realm_id', '=', realmId)
+    .where('bot_owner_id', '=', ownerId)
+    .where('is_bot', '=', 1)
+    .where('is_active', '=', 1)
+    .orderBy('id')
+    .execute();
 }
 
 export async function insertUser(db: Tx, row: NewUser): Promise<User> {
@@ -44,4 +96,92 @@ export async function countActiveOwners(db: Tx, realmId: number): Promise<number
     .where('is_bot', '=', 0)
     .executeTakeFirstOrThrow();
   return Number(r.n);
+}
+
+export async function countActiveUsers(db: Tx, realmId: number): Promise<number> {
+  const r = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('realm_id', '=', realmId)
+    .where('is_active', '=', 1)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/**
+ * Users who share something with `userId`: a subscription to the same channel, or a direct
+ * message conversation. This is what a guest restricted by can_access_all_users_group may see.
+ */
+export async function fetchUserIdsSharingConversations(db: Tx, realmId: number, userId: number): Promise<number[]> {
+  const [subscribers, dmKeys] = await Promise.all([
+    db
+      .selectFrom('subscriptions as mine')
+      .innerJoin('subscriptions as theirs', 'theirs.stream_id', 'mine.stream_id')
+      .select('theirs.user_id')
+      .distinct()
+      .where('mine.user_id', '=', userId)
+      .where('mine.realm_id', '=', realmId)
+      .where('mine.active', '=', 1)
+      .where('theirs.active', '=', 1)
+      .execute(),
+    db
+      .selectFrom('user_messages')
+      .innerJoin('messages', 'messages.id', 'user_messages.message_id')
+      .select('messages.dm_key')
+      .distinct()
+      .where('user_messages.user_id', '=', userId)
+      .where('messages.type', '=', 'private')
+      .execute(),
+  ]);
+  const out = new Set<number>(subscribers.map((r) => r.user_id));
+  for (const { dm_key } of dmKeys) {
+    for (const id of (dm_key ?? '').split(',')) if (id) out.add(Number(id));
+  }
+  return [...out];
+}
+
+/** The channels a user is actively subscribed to, for subscriber-list events on (de)activation. */
+export async function fetchSubscribedStreams(
+  db: Tx,
+  userId: number,
+): Promise<{ stream_id: number; invite_only: number }[]> {
+  return db
+    .selectFrom('subscriptions')
+    .innerJoin('streams', 'streams.id', 'subscriptions.stream_id')
+    .select(['subscriptions.stream_id', 'streams.invite_only'])
+    .where('subscriptions.user_id', '=', userId)
+    .where('subscriptions.active', '=', 1)
+    .where('streams.deactivated', '=', 0)
+    .orderBy('subscriptions.stream_id')
+    .execute();
+}
+
+/** Active subscribers of the given channels, other than `exceptUserId`. */
+export async function fetchActiveSubscriberIds(db: Tx, streamIds: readonly number[], exceptUserId: number): Promise<{ stream_id: number; user_id: number }[]> {
+  if (streamIds.length === 0) return [];
+  return db
+    .selectFrom('subscriptions')
+    .innerJoin('users', 'users.id', 'subscriptions.user_id')
+    .select(['subscriptions.stream_id', 'subscriptions.user_id'])
+    .where('subscriptions.stream_id', 'in', [...streamIds])
+    .where('subscriptions.active', '=', 1)
+    .where('users.is_active', '=', 1)
+    .where('subscriptions.user_id', '!=', exceptUserId)
+    .execute();
+}
+
+export async function fetchMaxMessageIdForUser(db: Tx, userId: number): Promise<number> {
+  const r = await db
+    .selectFrom('user_messages')
+    .select((eb) => eb.fn.max('message_id').as('m'))
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return r?.m === null || r?.m === undefined ? -1 : Number(r.m);
+}
+
+export async function insertAuditLog(
+  db: Tx,
+  row: { realm_id: number; acting_user_id: number | null; modified_user_id: number | null; event_type: string; event_time: number; extra_data?: string },
+): Promise<void> {
+  await db.insertInto('audit_log').values({ extra_data: '{}', ...row }).execute();
 }

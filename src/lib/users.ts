@@ -1,0 +1,70 @@
+import type { Config } from '../config.js';
+import type { Tx } from '../db/index.js';
+import type { Realm, User } from '../db/tables.js';
+import { fetchRealmUsers, fetchUsersByIds } from '../db/repos/users.js';
+import { fetchCustomProfileFields, fetchCustomProfileValues } from '../db/repos/custom_profile_fields.js';
+import { loadUserAccess } from './access/users.js';
+import { formatInaccessibleUser, formatUser, profileDataByUser } from './format/users.js';
+
+export interface UsersForApiOptions {
+  clientGravatar: boolean;
+  includeCustomProfileFields: boolean;
+  /** Only these users (GET /users?user_ids=, or one target). */
+  userIds?: readonly number[];
+  /**
+   * Leave out users the caller may not see (the user_list_incomplete capability); otherwise
+   * they appear as "Unknown user" placeholders, as Zulip does for older clients.
+   */
+  userListIncomplete?: boolean;
+  omitIsActive?: boolean;
+}
+
+/**
+ * User dicts for a caller (Zulip's get_users_for_api), in user ID order: the one read path
+ * behind GET /users, GET /users/{id}, GET /users/me and register's realm_users. Rows the caller
+ * may not access per can_access_all_users_group are dropped or replaced by placeholders.
+ */
+export async function getUsersForApi(
+  db: Tx,
+  config: Config,
+  realm: Realm,
+  caller: User | null,
+  opts: UsersForApiOptions,
+): Promise<{ user: User | null; dict: Record<string, unknown> }[]> {
+  const rows = opts.userIds ? await fetchUsersByIds(db, realm.id, opts.userIds) : await fetchRealmUsers(db, realm.id);
+  const access = caller ? await loadUserAccess(db, realm, caller) : null;
+  let profileData;
+  if (opts.includeCustomProfileFields && caller) {
+    const onlyIds = opts.userIds ? rows.map((r) => r.id) : undefined;
+    const [fields, values] = await Promise.all([fetchCustomProfileFields(db, realm.id), fetchCustomProfileValues(db, realm.id, onlyIds)]);
+    profileData = profileDataByUser(fields, values);
+  }
+  const ctx = { config, realm, viewer: caller, clientGravatar: opts.clientGravatar, profileData, omitIsActive: opts.omitIsActive };
+  const out: { user: User | null; dict: Record<string, unknown> }[] = [];
+  for (const row of rows) {
+    if (access && !access.canAccess(row)) {
+      if (opts.userListIncomplete ?? true) continue;
+      out.push({ user: null, dict: formatInaccessibleUser(config, realm, row.id) });
+      continue;
+    }
+    out.push({ user: row, dict: formatUser(row, ctx) });
+  }
+  return out;
+}
+
+/** One user's dict for a caller who was already granted access to that user. */
+export async function getUserForApi(
+  db: Tx,
+  config: Config,
+  realm: Realm,
+  caller: User,
+  target: User,
+  opts: { clientGravatar: boolean; includeCustomProfileFields: boolean },
+): Promise<Record<string, unknown>> {
+  let profileData;
+  if (opts.includeCustomProfileFields) {
+    const [fields, values] = await Promise.all([fetchCustomProfileFields(db, realm.id), fetchCustomProfileValues(db, realm.id, [target.id])]);
+    profileData = profileDataByUser(fields, values);
+  }
+  return formatUser(target, { config, realm, viewer: caller, clientGravatar: opts.clientGravatar, profileData });
+}
