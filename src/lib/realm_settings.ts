@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Config } from '../config.js';
 import type { Realm } from '../db/tables.js';
 import { groupSettingValueSchema, type GroupPermissionConfig, type GroupSettingValue } from './group_settings.js';
 import { SYSTEM_GROUPS } from './system_groups.js';
@@ -16,15 +17,41 @@ export type RealmTopicsPolicy = (typeof REALM_TOPICS_POLICIES)[number];
 
 export const MESSAGE_EDIT_HISTORY_VISIBILITY_POLICIES = ['all', 'moves', 'none'] as const;
 
-/** Zulip's VIDEO_CHAT_PROVIDERS; the optional ones are offered only when configured. */
+/**
+ * Zulip's VIDEO_CHAT_PROVIDERS (ids as in realm_video_chat_provider). Only `disabled`, Jitsi and
+ * the providers the server is configured for are offered (see availableVideoChatProviders).
+ */
 export const VIDEO_CHAT_PROVIDERS = {
   disabled: { name: 'None', id: 0 },
   jitsi_meet: { name: 'Jitsi Meet', id: 1 },
   zoom: { name: 'Zoom', id: 3 },
   big_blue_button: { name: 'BigBlueButton', id: 4 },
-  // Our spec's vidcall provider is Zulip's Webex entry.
-  webex: { name: 'Webex', id: 6 },
+  zoom_server_to_server: { name: 'Zoom', id: 5 },
+  constructor_groups: { name: 'Constructor Groups', id: 6 },
+  nextcloud_talk: { name: 'Nextcloud Talk', id: 7 },
+  // Our spec's vidcall provider is Zulip's Webex (user OAuth) entry.
+  webex: { name: 'Webex', id: 8 },
 } as const;
+export type VideoChatProviderKey = keyof typeof VIDEO_CHAT_PROVIDERS;
+
+/** The providers this server can create calls with, keyed as in realm_available_video_chat_providers. */
+export function availableVideoChatProviders(config: Config): Partial<Record<VideoChatProviderKey, { name: string; id: number }>> {
+  const out: Partial<Record<VideoChatProviderKey, { name: string; id: number }>> = {
+    disabled: VIDEO_CHAT_PROVIDERS.disabled,
+    jitsi_meet: VIDEO_CHAT_PROVIDERS.jitsi_meet,
+  };
+  if (config.bigBlueButton.url && config.bigBlueButton.secret) out.big_blue_button = VIDEO_CHAT_PROVIDERS.big_blue_button;
+  if (config.vidcall.clientId && config.vidcall.clientSecret) out.webex = VIDEO_CHAT_PROVIDERS.webex;
+  return out;
+}
+
+/** Zulip's DEFAULT_EXTERNAL_ACCOUNTS (custom profile fields of the external-account type). */
+export const DEFAULT_EXTERNAL_ACCOUNTS: Readonly<Record<string, { name: string; text: string; hint: string; url_pattern: string }>> = {
+  github: { name: 'GitHub', text: 'GitHub', hint: 'Enter your GitHub username', url_pattern: 'https://github.com/%(username)s' },
+  gitlab: { name: 'GitLab', text: 'GitLab', hint: 'Enter your GitLab username', url_pattern: 'https://gitlab.com/%(username)s' },
+  twitter: { name: 'Twitter', text: 'Twitter', hint: 'Enter your Twitter username', url_pattern: 'https://twitter.com/%(username)s' },
+};
+
 export const VIDEO_CHAT_PROVIDER_JITSI = VIDEO_CHAT_PROVIDERS.jitsi_meet.id;
 
 /** Zulip's GIF rating options (realm_gif_rating_policy), id 0 disabling the GIF picker. */

@@ -1,4 +1,59 @@
+import { fetchSystemGroups } from '../../db/repos/user_groups.js';
+import { fetchInactiveUserIds, fetchLinkifiers } from '../../db/repos/settings.js';
+import {
+  formatLegacyDisplaySettings,
+  formatLegacyNotificationSettings,
+  formatRealmState,
+  formatRealmUserSettingsDefaults,
+  formatUserSettings,
+} from '../../lib/format/settings.js';
+import { REALM_GROUP_SETTING_NAMES, realmSettings } from '../../lib/realm_settings.js';
+import { realmUserSettingsDefaults } from '../../lib/user_settings.js';
 import type { StateFetcher } from './types.js';
 
-/** POST /register keys for: realm, user_settings, realm_domains-independent realm keys. */
-export const fetchSettingsState: StateFetcher = async () => ({});
+/**
+ * POST /register keys for: realm (realm_* settings and the server-level server_* and max_* parameters),
+ * user_settings (plus the legacy top-level copies asked for by update_display_settings /
+ * update_global_notifications from clients without user_settings_object),
+ * realm_user_settings_defaults, realm_linkifiers, realm_filters and realm_billing.
+ */
+export const fetchSettingsState: StateFetcher = async ({ services, realm, user, options, want }) => {
+  const db = services.db.kysely;
+  const state: Record<string, unknown> = {};
+  const userSettingsObject = options.clientCapabilities.user_settings_object === true;
+
+  if (want('realm')) {
+    const settings = realmSettings(realm);
+    const hasAnonymousSetting = REALM_GROUP_SETTING_NAMES.some((n) => typeof settings[n] !== 'number');
+    const [systemGroups, inactive] = await Promise.all([
+      fetchSystemGroups(db, realm.id),
+      hasAnonymousSetting ? fetchInactiveUserIds(db, realm.id) : Promise.resolve([]),
+    ]);
+    Object.assign(
+      state,
+      formatRealmState({
+        config: services.config,
+        realm,
+        user,
+        systemGroupNames: new Map(systemGroups.map((g) => [g.id, g.name])),
+        inactiveUserIds: new Set(inactive),
+      }),
+    );
+  }
+  if (want('realm_user_settings_defaults')) {
+    state.realm_user_settings_defaults = formatRealmUserSettingsDefaults(realmUserSettingsDefaults(realm));
+  }
+  if (want('realm_linkifiers')) {
+    // Zulip sends linkifiers only to clients that understand URL templates.
+    state.realm_linkifiers = options.clientCapabilities.linkifier_url_template ? await fetchLinkifiers(db, realm.id) : [];
+  }
+  if (want('realm_filters')) {
+    // The legacy format cannot express URL templates, so Zulip always sends none.
+    state.realm_filters = [];
+  }
+  if (want('realm_billing')) state.realm_billing = { has_pending_sponsorship_request: false };
+  if (want('update_display_settings') && !userSettingsObject) Object.assign(state, formatLegacyDisplaySettings(user));
+  if (want('update_global_notifications') && !userSettingsObject) Object.assign(state, formatLegacyNotificationSettings(user));
+  if (want('user_settings')) state.user_settings = formatUserSettings(user);
+  return state;
+};

@@ -3,6 +3,7 @@ import type { Services } from '../../services.js';
 import { endpoint } from '../endpoint.js';
 import { ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '../../version.js';
 import { realmUrl, realmIconUrl } from '../../lib/urls.js';
+import { renderRealmDescription } from '../../lib/format/settings.js';
 
 export function registerServerRoutes(app: FastifyInstance, services: Services): void {
   // Unauthenticated; python's client sends Basic auth here too, which is simply not checked.
@@ -40,7 +41,7 @@ export function registerServerRoutes(app: FastifyInstance, services: Services): 
         realm_uri: url,
         realm_name: realm.name,
         realm_icon: realmIconUrl(services.config, realm),
-        realm_description: realm.description ? `<p>${realm.description}</p>` : '',
+        realm_description: renderRealmDescription(realm.description),
         realm_web_public_access_enabled: false,
       };
     },
