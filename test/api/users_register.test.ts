@@ -1,0 +1,128 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { forEachDatabase, PASSWORD, type TestServer } from '../helpers/server.js';
+import { err, ok } from '../helpers/assert.js';
+import { assertConforms, assertMatchesComponent } from '../helpers/openapi.js';
+import { doCreateUser, doDeactivateUser } from '../../src/actions/users.js';
+import { fetchRealmByStringId, updateRealmRow } from '../../src/db/repos/realms.js';
+import { fetchSystemGroups } from '../../src/db/repos/user_groups.js';
+import { ROLE_MEMBER } from '../../src/lib/roles.js';
+
+const TYPES = ['realm_user', 'custom_profile_fields'];
+
+async function register(s: TestServer, client = s.cast.hamlet.client, extra: Record<string, unknown> = {}): Promise<any> {
+  const res = await client.post('/register', { event_types: TYPES, fetch_event_types: TYPES, ...extra });
+  assertConforms(res, 'POST', '/register');
+  return ok(res);
+}
+
+/** Restricts guests to the users they share a conversation with, for the duration of `fn`. */
+async function withRestrictedGuests(s: TestServer, fn: () => Promise<void>): Promise<void> {
+  const db = s.app.services.db.kysely;
+  const realm = (await fetchRealmByStringId(db, ''))!;
+  const members = (await fetchSystemGroups(db, realm.id)).find((g) => g.name === 'role:members')!;
+  await updateRealmRow(db, realm.id, { settings: JSON.stringify({ ...JSON.parse(realm.settings), can_access_all_users_group: members.id }) });
+  try {
+    await fn();
+  } finally {
+    await updateRealmRow(db, realm.id, { settings: realm.settings });
+  }
+}
+
+forEachDatabase('users in POST /register', (server) => {
+  test('realm_user: the user list (self included), non-active users and the caller\'s own identity', async () => {
+    const s = server();
+    const gone = await doCreateUser(s.app.services, s.realm, { email: `gone-${s.kind}@example.com`, fullName: 'Gone', password: PASSWORD, role: ROLE_MEMBER, actingUser: null });
+    await doDeactivateUser(s.app.services, s.realm, gone, null);
+    const state = await register(s, s.cast.hamlet.client, { client_gravatar: false });
+    const ids = state.realm_users.map((u: { user_id: number }) => u.user_id);
+    for (const m of Object.values(s.cast)) assert.ok(ids.includes(m.user.id));
+    assert.ok(!ids.includes(gone.id));
+    assert.deepEqual(state.realm_non_active_users.map((u: { user_id: number }) => u.user_id), [gone.id]);
+    assert.deepEqual(state.cross_realm_bots, []);
+    const self = state.realm_users.find((u: { user_id: number }) => u.user_id === s.cast.hamlet.user.id);
+    assertMatchesComponent(self, 'User');
+    // Flutter requires these; is_active is left out as Zulip does for these lists.
+    for (const k of ['user_id', 'email', 'full_name', 'date_joined', 'is_bot', 'role', 'timezone', 'avatar_version', 'avatar_url']) assert.ok(k in self, k);
+    assert.equal('is_active' in self, false);
+    assert.deepEqual(self.profile_data, {});
+    assert.match(self.avatar_url, /gravatar/);
+    const bot = state.realm_users.find((u: { user_id: number }) => u.user_id === s.cast.bot.user.id);
+    assert.equal(bot.bot_owner_id, s.cast.hamlet.user.id);
+
+    assert.equal(state.user_id, s.cast.hamlet.user.id);
+    assert.equal(state.email, 'hamlet@example.com');
+    assert.equal(state.delivery_email, 'hamlet@example.com');
+    assert.equal(state.full_name, 'King Hamlet');
+    assert.equal(state.avatar_source, 'G');
+    assert.match(state.avatar_url, /^https:\/\/secure\.gravatar\.com\/avatar\/[0-9a-f]{32}\?d=identicon&version=1$/);
+    assert.match(state.avatar_url_medium, /&s=500&/);
+    assert.equal(state.is_admin, false);
+    assert.equal(state.is_owner, false);
+    assert.equal(state.is_moderator, false);
+    assert.equal(state.is_guest, false);
+    assert.equal(state.can_create_streams, true);
+    assert.equal(state.can_create_public_streams, true);
+    assert.equal(state.can_create_private_streams, true);
+    assert.equal(state.can_create_web_public_streams, false);
+    assert.equal(state.can_subscribe_other_users, true);
+    assert.equal(state.can_invite_others_to_realm, true);
+    assert.deepEqual(state.custom_profile_fields, []);
+    assert.equal(state.custom_profile_field_types.USER.id, 6);
+
+    const guest = await register(s, s.cast.guest.client);
+    assert.equal(guest.is_guest, true);
+    assert.equal(guest.can_create_streams, false);
+    assert.equal(guest.can_invite_others_to_realm, false);
+    const admin = await register(s, s.cast.admin.client);
+    assert.equal(admin.is_admin, true);
+    assert.equal(admin.is_moderator, true);
+  });
+
+  test('client_gravatar defaults to true in register too', async () => {
+    const s = server();
+    const state = await register(s);
+    const othello = state.realm_users.find((u: { user_id: number }) => u.user_id === s.cast.othello.user.id);
+    assert.equal(othello.avatar_url, null);
+  });
+
+  test('realm_user and custom_profile_fields events reach registered queues', async () => {
+    const s = server();
+    const { queue_id, last_event_id } = await register(s);
+    ok(await s.cast.admin.client.patch(`/users/${s.cast.othello.user.id}`, { full_name: 'Othello the Renamed' }));
+    ok(await s.cast.admin.client.post('/realm/profile_fields', { name: `Team ${s.kind}`, field_type: 1 }));
+    const res = await s.cast.hamlet.client.get('/events', { queue_id, last_event_id, dont_block: true });
+    const events = ok(res).events;
+    const rename = events.find((e: any) => e.type === 'realm_user');
+    assert.deepEqual(rename.person, { user_id: s.cast.othello.user.id, full_name: 'Othello the Renamed' });
+    const cpf = events.find((e: any) => e.type === 'custom_profile_fields');
+    assert.ok(cpf.fields.some((f: { name: string }) => f.name === `Team ${s.kind}`));
+    // The same state a fresh register reports.
+    const fresh = await register(s);
+    assert.equal(fresh.realm_users.find((u: { user_id: number }) => u.user_id === s.cast.othello.user.id).full_name, 'Othello the Renamed');
+    assert.deepEqual(fresh.custom_profile_fields, cpf.fields);
+  });
+
+  test('a guest restricted by can_access_all_users_group sees placeholders or nothing of others', async () => {
+    const s = server();
+    await withRestrictedGuests(s, async () => {
+      const { guest, hamlet, bot } = s.cast;
+      const old = await register(s, guest.client);
+      const unknown = old.realm_users.find((u: { user_id: number }) => u.user_id === hamlet.user.id);
+      assert.equal(unknown.full_name, 'Unknown user');
+      assert.equal(unknown.delivery_email, null);
+      assertMatchesComponent(unknown, 'User');
+      const incomplete = await register(s, guest.client, { client_capabilities: { user_list_incomplete: true } });
+      const ids = incomplete.realm_users.map((u: { user_id: number }) => u.user_id);
+      assert.ok(!ids.includes(hamlet.user.id));
+      assert.ok(ids.includes(guest.user.id));
+      assert.ok(ids.includes(bot.user.id));
+      err(await guest.client.get(`/users/${hamlet.user.id}`), 400, 'BAD_REQUEST', 'Insufficient permission');
+      ok(await guest.client.get(`/users/${bot.user.id}`));
+      const listed = ok(await guest.client.get('/users')).members.map((u: { user_id: number }) => u.user_id);
+      assert.ok(!listed.includes(hamlet.user.id));
+      // Members are never restricted.
+      ok(await hamlet.client.get(`/users/${guest.user.id}`));
+    });
+  });
+});
