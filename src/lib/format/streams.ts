@@ -1,0 +1,160 @@
+import type { Tx } from '../../db/index.js';
+import type { Stream, Subscription } from '../../db/tables.js';
+import { countSubscribersByStream } from '../../db/repos/subscriptions.js';
+import { fetchSystemGroups } from '../../db/repos/user_groups.js';
+import { fetchUsersByIds } from '../../db/repos/users.js';
+import { normalizeGroupSettingValue, type GroupSettingValue } from '../group_settings.js';
+import { CHANNEL_PERMISSIONS, channelPermissions } from '../access/streams.js';
+
+/**
+ * Channel and subscription dicts exactly as zulip.yaml's BasicChannel and Subscription
+ * components, for GET /streams, GET /users/me/subscriptions, POST /register and events.
+ */
+
+/** What formatting needs beyond the rows; built once per request by the caller. */
+export interface StreamFormatContext {
+  /** Active subscribers (active users, bots included) of a channel. */
+  subscriberCount(streamId: number): number;
+  /** Deactivated users are left out of anonymous group-setting values (feature level 303). */
+  isActiveUser(userId: number): boolean;
+  /** Name of a system group by ID, for the legacy stream_post_policy. */
+  systemGroupName(groupId: number): string | undefined;
+}
+
+/**
+ * Loads what formatting `streams` needs, in at most three queries: subscriber counts (unless
+ * the subscriber lists are already known), system group names, and which users named in
+ * anonymous settings are deactivated.
+ */
+export async function fetchStreamFormatContext(
+  db: Tx,
+  realmId: number,
+  streams: readonly Stream[],
+  subscribers?: ReadonlyMap<number, readonly number[]>,
+): Promise<StreamFormatContext> {
+  const counts = subscribers
+    ? new Map(streams.map((s) => [s.id, subscribers.get(s.id)?.length ?? 0]))
+    : await countSubscribersByStream(db, streams.map((s) => s.id));
+  const named = new Set<number>();
+  for (const stream of streams) {
+    for (const v of Object.values(channelPermissions(stream))) if (typeof v !== 'number') v.direct_members.forEach((u) => named.add(u));
+  }
+  const inactive = new Set((await fetchUsersByIds(db, realmId, [...named])).filter((u) => !u.is_active).map((u) => u.id));
+  const systemGroups = new Map((await fetchSystemGroups(db, realmId)).map((g) => [g.id, g.name]));
+  return {
+    subscriberCount: (id) => counts.get(id) ?? 0,
+    isActiveUser: (id) => !inactive.has(id),
+    systemGroupName: (id) => systemGroups.get(id),
+  };
+}
+
+/** Zulip's Stream.SYSTEM_GROUPS_ENUM_MAP: can_send_message_group as the deprecated stream_post_policy. */
+const STREAM_POST_POLICY: Record<string, number> = {
+  'role:everyone': 1,
+  'role:administrators': 2,
+  'role:fullmembers': 3,
+  'role:moderators': 4,
+};
+
+export function streamPostPolicy(canSendMessageGroup: GroupSettingValue, ctx: Pick<StreamFormatContext, 'systemGroupName'>): number {
+  if (typeof canSendMessageGroup !== 'number') return 1;
+  return STREAM_POST_POLICY[ctx.systemGroupName(canSendMessageGroup) ?? ''] ?? 1;
+}
+
+export function formatGroupSettingValue(value: GroupSettingValue, isActiveUser: (id: number) => boolean): GroupSettingValue {
+  if (typeof value === 'number') return value;
+  return normalizeGroupSettingValue({ direct_members: value.direct_members.filter(isActiveUser), direct_subgroups: value.direct_subgroups });
+}
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/**
+ * A channel description as HTML: one escaped paragraph, or "" for no description. Descriptions
+ * are single-line (newlines become spaces on input), so a paragraph is their whole structure.
+ */
+export function renderStreamDescription(description: string): string {
+  if (description.trim() === '') return '';
+  return `<p>${description.replace(/[&<>"']/g, (c) => ESCAPES[c]!)}</p>`;
+}
+
+export type BasicChannelDict = Record<string, unknown> & { stream_id: number; name: string };
+
+/** The BasicChannel dict. stream_weekly_traffic is null: Parley keeps no traffic statistics. */
+export function formatStream(stream: Stream, ctx: StreamFormatContext): BasicChannelDict {
+  const perms = channelPermissions(stream);
+  const policy = streamPostPolicy(perms.can_send_message_group, ctx);
+  const out: BasicChannelDict = {
+    stream_id: stream.id,
+    name: stream.name,
+    is_archived: !!stream.deactivated,
+    description: stream.description,
+    rendered_description: stream.rendered_description,
+    date_created: stream.date_created,
+    creator_id: stream.creator_id,
+    invite_only: !!stream.invite_only,
+    is_web_public: !!stream.is_web_public,
+    stream_post_policy: policy,
+    is_announcement_only: policy === 2,
+    message_retention_days: stream.message_retention_days,
+    default_push_notifications: false,
+    history_public_to_subscribers: !!stream.history_public_to_subscribers,
+    topics_policy: stream.topics_policy,
+    first_message_id: stream.first_message_id,
+    folder_id: stream.folder_id,
+    is_recently_active: true,
+    subscriber_count: ctx.subscriberCount(stream.id),
+    stream_weekly_traffic: null,
+  };
+  for (const name of CHANNEL_PERMISSIONS) out[name] = formatGroupSettingValue(perms[name], ctx.isActiveUser);
+  return out;
+}
+
+const nullableFlag = (v: number | null): boolean | null => (v === null ? null : !!v);
+
+/**
+ * The Subscription dict: the channel's fields plus the user's personal settings, with the
+ * legacy `in_home_view` (= !is_muted) that zulip-mobile still reads. `subscribers` only when
+ * the client asked for them.
+ */
+export function formatSubscription(
+  stream: Stream,
+  sub: Subscription,
+  ctx: StreamFormatContext,
+  subscribers?: readonly number[],
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    ...formatStream(stream, ctx),
+    color: sub.color,
+    is_muted: !!sub.is_muted,
+    in_home_view: !sub.is_muted,
+    pin_to_top: !!sub.pin_to_top,
+    desktop_notifications: nullableFlag(sub.desktop_notifications),
+    audible_notifications: nullableFlag(sub.audible_notifications),
+    push_notifications: nullableFlag(sub.push_notifications),
+    email_notifications: nullableFlag(sub.email_notifications),
+    wildcard_mentions_notify: nullableFlag(sub.wildcard_mentions_notify),
+  };
+  if (subscribers) out.subscribers = [...subscribers];
+  return out;
+}
+
+/** A never_subscribed entry of POST /register: the channel, with subscribers when requested. */
+export function formatNeverSubscribed(stream: Stream, ctx: StreamFormatContext, subscribers?: readonly number[]): Record<string, unknown> {
+  const out: Record<string, unknown> = formatStream(stream, ctx);
+  if (subscribers) out.subscribers = [...subscribers];
+  return out;
+}
+
+/** Properties of a subscription a user may change, and the stored column of each. */
+export const SUBSCRIPTION_PROPERTIES = [
+  'color',
+  'is_muted',
+  'in_home_view',
+  'pin_to_top',
+  'desktop_notifications',
+  'audible_notifications',
+  'push_notifications',
+  'email_notifications',
+  'wildcard_mentions_notify',
+] as const;
+export type SubscriptionProperty = (typeof SUBSCRIPTION_PROPERTIES)[number];
