@@ -1,0 +1,257 @@
+import { sql, type RawBuilder, type SqlBool } from 'kysely';
+import type { Dialect, Tx } from '../index.js';
+import type { Message } from '../tables.js';
+import type { StreamAccessRow } from './messages.js';
+import { searchCondition } from './search.js';
+import type { NarrowCondition, ResolvedNarrow } from '../../lib/narrow/conditions.js';
+import { FLAG_BITS } from '../../lib/message_flags.js';
+import { RESOLVED_TOPIC_PREFIX } from '../../lib/narrow/terms.js';
+import { VISIBILITY_FOLLOWED, VISIBILITY_MUTED, VISIBILITY_UNMUTED } from '../../lib/topics.js';
+
+/**
+ * Narrow -> SQL. Every query has one of two bases (Zulip's get_base_query_for_search):
+ *  - the reader's own rows: user_messages um JOIN messages m, um.user_id = reader. This
+ *    is the access control: a user_messages row means the reader received the message.
+ *  - history: messages m LEFT JOIN the reader's row, used only when the narrow pins a
+ *    channel whose history the reader may read (ResolvedNarrow.includeHistory); the
+ *    channel condition then bounds the query.
+ * Conditions only ever remove rows. Flag masks are spelled as literals, never parameters,
+ * so SQLite and PostgreSQL can match the partial indexes on user_messages.
+ */
+
+export interface NarrowReader {
+  userId: number;
+  dialect: Dialect;
+}
+
+/** A message row with the reader's flag bits (null when they have no row: historical). */
+export type NarrowRow = Message & { um_flags: number | null };
+
+function flagTest(mask: number, set: boolean): RawBuilder<SqlBool> {
+  return set ? sql<SqlBool>`(um.flags & ${sql.lit(mask)}) <> 0` : sql<SqlBool>`(um.flags & ${sql.lit(mask)}) = 0`;
+}
+
+const userTopicExists = (reader: NarrowReader, policies: number[]): RawBuilder<SqlBool> =>
+  sql<SqlBool>`EXISTS (SELECT 1 FROM user_topics ut WHERE ut.user_id = ${reader.userId} AND ut.stream_id = m.stream_id AND ut.topic_lc = m.topic_lc AND ut.visibility_policy IN (${sql.join(policies.map((p) => sql.lit(p)))}))`;
+
+function positiveCondition(c: NarrowCondition, reader: NarrowReader): RawBuilder<SqlBool> {
+  switch (c.kind) {
+    case 'stream':
+      if (c.streamIds.length === 0) return sql<SqlBool>`1 = 0`;
+      if (c.streamIds.length === 1) return sql<SqlBool>`m.stream_id = ${c.streamIds[0]}`;
+      return sql<SqlBool>`m.stream_id IN (${sql.join(c.streamIds)})`;
+    case 'topic':
+      return sql<SqlBool>`(m.topic_lc = ${c.topicKey} AND m.type = 'stream')`;
+    case 'dm':
+      return sql<SqlBool>`m.dm_key = ${c.dmKey}`;
+    case 'dm_including': {
+      const member = sql<SqlBool>`(',' || m.dm_key || ',') LIKE ${`%,${c.userId},%`}`;
+      return c.groupOnly ? sql<SqlBool>`(${member} AND m.dm_key LIKE '%,%,%')` : member;
+    }
+    case 'private':
+      return flagTest(FLAG_BITS.is_private, true);
+    case 'sender':
+      return sql<SqlBool>`m.sender_id = ${c.userId}`;
+    case 'flags_any':
+      return flagTest(c.mask, true);
+    case 'unread':
+      return flagTest(FLAG_BITS.read, false);
+    case 'resolved':
+      return sql<SqlBool>`m.topic LIKE ${`${RESOLVED_TOPIC_PREFIX}%`}`;
+    case 'followed':
+      return userTopicExists(reader, [VISIBILITY_FOLLOWED]);
+    case 'unmuted': {
+      const notMutedTopic = sql<SqlBool>`NOT ${userTopicExists(reader, [VISIBILITY_MUTED])}`;
+      if (!c.streamMutes) return notMutedTopic;
+      const mutedChannel = sql<SqlBool>`m.stream_id IN (SELECT s.stream_id FROM subscriptions s WHERE s.user_id = ${reader.userId} AND s.active = 1 AND s.is_muted = 1)`;
+      return sql<SqlBool>`(${notMutedTopic} AND (m.stream_id IS NULL OR NOT ${mutedChannel} OR ${userTopicExists(reader, [VISIBILITY_UNMUTED, VISIBILITY_FOLLOWED])}))`;
+    }
+    case 'id':
+      return sql<SqlBool>`m.id = ${c.id}`;
+    case 'has':
+      if (c.what === 'reaction') return sql<SqlBool>`EXISTS (SELECT 1 FROM reactions r WHERE r.message_id = m.id)`;
+      return sql<SqlBool>`${sql.ref(`m.has_${c.what}`)} = 1`;
+    case 'mentions':
+      return sql<SqlBool>`m.rendered_content LIKE ${`%class="user-mention" data-user-id="${c.userId}"%`}`;
+    case 'nothing':
+      return sql<SqlBool>`1 = 0`;
+  }
+}
+
+/** A negated condition must also keep rows where the condition is NULL (e.g. -channel keeps DMs). */
+function conditionSql(c: NarrowCondition, reader: NarrowReader): RawBuilder<SqlBool> {
+  const positive = positiveCondition(c, reader);
+  return c.negated ? sql<SqlBool>`(${positive}) IS NOT TRUE` : positive;
+}
+
+export type Base = 'user' | 'history';
+
+export interface NarrowSelect {
+  base: Base;
+  conditions: NarrowCondition[];
+  narrow: ResolvedNarrow;
+  /** Extra conditions, e.g. an ID range. */
+  extra?: RawBuilder<SqlBool>[];
+}
+
+function fromClause(reader: NarrowReader, base: Base): RawBuilder<unknown> {
+  return base === 'user'
+    ? sql`FROM user_messages um JOIN messages m ON m.id = um.message_id`
+    : sql`FROM messages m LEFT JOIN user_messages um ON um.user_id = ${reader.userId} AND um.message_id = m.id`;
+}
+
+function whereClause(reader: NarrowReader, q: NarrowSelect): RawBuilder<unknown> {
+  const parts: RawBuilder<SqlBool>[] = [];
+  if (q.base === 'user') parts.push(sql<SqlBool>`um.user_id = ${reader.userId}`);
+  for (const c of [...q.narrow.conditions, ...q.conditions]) parts.push(conditionSql(c, reader));
+  if (q.narrow.search) parts.push(searchCondition(reader.dialect, q.narrow.search));
+  parts.push(...(q.extra ?? []));
+  return parts.length ? sql`WHERE ${sql.join(parts, sql` AND `)}` : sql``;
+}
+
+/**
+ * The column to order and bound by, which decides the index that drives the query. The
+ * reader's rows in message order (primary key (user_id, message_id), or a partial index
+ * for is:starred and the like) suit most narrows; a condition with its own index on
+ * messages (a direct-message conversation, a sender, one channel, an ID) drives from that
+ * index instead, looking up the reader's row per message. In history mode the channel
+ * indexes (stream_id[, topic_lc], id) give the order.
+ */
+function idColumn(base: Base, narrow: ResolvedNarrow): RawBuilder<number> {
+  if (base === 'history') return sql<number>`m.id`;
+  const messageIndexed = narrow.conditions.some(
+    (c) => !c.negated && (c.kind === 'dm' || c.kind === 'sender' || c.kind === 'id' || (c.kind === 'stream' && c.streamIds.length === 1)),
+  );
+  return messageIndexed ? sql<number>`m.id` : sql<number>`um.message_id`;
+}
+
+async function selectRows(
+  db: Tx,
+  reader: NarrowReader,
+  q: NarrowSelect,
+  order: 'ASC' | 'DESC',
+  limit: number | null,
+): Promise<NarrowRow[]> {
+  const id = idColumn(q.base, q.narrow);
+  const limitSql = limit === null ? sql`` : sql`LIMIT ${sql.lit(limit)}`;
+  const { rows } = await sql<NarrowRow>`SELECT m.*, um.flags AS um_flags ${fromClause(reader, q.base)} ${whereClause(reader, q)} ORDER BY ${id} ${sql.raw(order)} ${limitSql}`.execute(db);
+  return rows.map((r) => ({ ...r, um_flags: r.um_flags === null ? null : Number(r.um_flags) }));
+}
+
+export interface RangeQuery {
+  anchor: number;
+  numBefore: number;
+  numAfter: number;
+  includeAnchor: boolean;
+  anchoredToLeft: boolean;
+  anchoredToRight: boolean;
+}
+
+/**
+ * Zulip's limit_query_to_range: up to numBefore rows below the anchor and numAfter above
+ * it, plus the anchor row itself, with one row of headroom on a side so the caller can
+ * tell whether it reached the end. Rows come back in ascending ID order.
+ */
+export async function fetchNarrowRange(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, r: RangeQuery): Promise<NarrowRow[]> {
+  const base: Base = narrow.includeHistory ? 'history' : 'user';
+  const q = (extra: RawBuilder<SqlBool>[]): NarrowSelect => ({ base, conditions: [], narrow, extra });
+  const id = idColumn(base, narrow);
+  const needBefore = !r.anchoredToLeft && r.numBefore > 0;
+  const needAfter = !r.anchoredToRight && r.numAfter > 0;
+  const include = r.includeAnchor ? 1 : 0;
+  let before: NarrowRow[] = [];
+  let after: NarrowRow[] = [];
+  if (needBefore && needAfter) {
+    [before, after] = await Promise.all([
+      selectRows(db, reader, q([sql<SqlBool>`${id} <= ${r.anchor - 1}`]), 'DESC', r.numBefore),
+      selectRows(db, reader, q([sql<SqlBool>`${id} >= ${r.anchor}`]), 'ASC', r.numAfter + 1),
+    ]);
+  } else if (needBefore) {
+    const bound = r.anchoredToRight ? [] : [sql<SqlBool>`${id} <= ${r.anchor - (1 - include)}`];
+    before = await selectRows(db, reader, q(bound), 'DESC', r.numBefore + (r.anchoredToRight ? 0 : include));
+  } else if (needAfter) {
+    const bound = r.anchoredToLeft ? [] : [sql<SqlBool>`${id} >= ${r.anchor + (1 - include)}`];
+    after = await selectRows(db, reader, q(bound), 'ASC', r.numAfter + include);
+  } else {
+    // Nothing on either side: at most the anchor itself (e.g. a message ID lookup).
+    after = await selectRows(db, reader, q([sql<SqlBool>`${id} = ${r.anchor}`]), 'ASC', null);
+  }
+  return [...before.reverse(), ...after];
+}
+
+/** The narrow's messages among `ids` (GET /messages with message_ids), ascending. */
+export async function fetchNarrowByIds(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, ids: readonly number[]): Promise<NarrowRow[]> {
+  if (ids.length === 0) return [];
+  const base: Base = narrow.includeHistory ? 'history' : 'user';
+  return selectRows(db, reader, { base, conditions: [], narrow, extra: [sql<SqlBool>`${idColumn(base, narrow)} IN (${sql.join([...ids])})`] }, 'ASC', null);
+}
+
+/**
+ * Zulip's find_first_unread_anchor: the oldest unread message of the narrow among the
+ * reader's rows, skipping muted conversations (`muting`), or null.
+ */
+export async function findFirstUnread(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, muting: NarrowCondition): Promise<number | null> {
+  const { rows } = await sql<{ id: number }>`SELECT um.message_id AS id ${fromClause(reader, 'user')} ${whereClause(reader, {
+    base: 'user',
+    narrow,
+    conditions: [{ kind: 'unread', negated: false }, muting],
+  })} ORDER BY um.message_id ASC LIMIT 1`.execute(db);
+  return rows[0] ? Number(rows[0].id) : null;
+}
+
+/** The oldest message of the narrow sent at or after `since` (Unix seconds), for anchor=date. */
+export async function findFirstSince(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, since: number): Promise<number | null> {
+  const base: Base = narrow.includeHistory ? 'history' : 'user';
+  const id = idColumn(base, narrow);
+  const { rows } = await sql<{ id: number }>`SELECT ${id} AS id ${fromClause(reader, base)} ${whereClause(reader, {
+    base,
+    narrow,
+    conditions: [],
+    extra: [sql<SqlBool>`m.date_sent >= ${since}`],
+  })} ORDER BY ${id} ASC LIMIT 1`.execute(db);
+  return rows[0] ? Number(rows[0].id) : null;
+}
+
+export interface MatchRow {
+  id: number;
+  topic: string;
+  rendered_content: string;
+}
+
+/**
+ * GET /messages/matches_narrow: which of `ids` match, among messages the reader actually
+ * received (Zulip checks only user_messages rows here, never shared history).
+ */
+export async function fetchMatchingMessages(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, ids: readonly number[]): Promise<MatchRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await sql<MatchRow>`SELECT m.id, m.topic, m.rendered_content ${fromClause(reader, 'user')} ${whereClause(reader, {
+    base: 'user',
+    narrow,
+    conditions: [],
+    extra: [sql<SqlBool>`um.message_id IN (${sql.join([...ids])})`],
+  })} ORDER BY um.message_id`.execute(db);
+  return rows.map((r) => ({ ...r, id: Number(r.id) }));
+}
+
+/** A channel named by a narrow operand: its name (case-insensitively) or, for a number, its ID. */
+export async function fetchNarrowStream(db: Tx, realmId: number, operand: string | number): Promise<StreamAccessRow | undefined> {
+  let q = db
+    .selectFrom('streams')
+    .select(['id', 'realm_id', 'name', 'invite_only', 'is_web_public', 'history_public_to_subscribers', 'deactivated', 'permissions', 'first_message_id'])
+    .where('realm_id', '=', realmId);
+  q = typeof operand === 'number' ? q.where('id', '=', operand) : q.where('name_lc', '=', operand.toLowerCase());
+  return q.executeTakeFirst();
+}
+
+/**
+ * Channels for `channels:`: public (Zulip's get_public_streams_queryset: not invite-only,
+ * history shared), web-public, or archived.
+ */
+export async function fetchChannelIdsOfKind(db: Tx, realmId: number, kind: 'public' | 'web-public' | 'archived'): Promise<number[]> {
+  let q = db.selectFrom('streams').select('id').where('realm_id', '=', realmId);
+  if (kind === 'public') q = q.where('invite_only', '=', 0).where('history_public_to_subscribers', '=', 1);
+  else if (kind === 'web-public') q = q.where('is_web_public', '=', 1);
+  else q = q.where('deactivated', '=', 1);
+  const rows = await q.orderBy('id').execute();
+  return rows.map((r) => r.id);
+}
