@@ -1,4 +1,17 @@
+import { fetchUserNavigationViews } from '../../db/repos/navigation_views.js';
+import { fetchUserSavedSnippets } from '../../db/repos/saved_snippets.js';
+import { formatNavigationView } from '../../lib/format/navigation_views.js';
+import { formatSavedSnippet } from '../../lib/format/saved_snippets.js';
 import type { StateFetcher } from './types.js';
 
-/** POST /register keys for: drafts, navigation_views, saved_snippets, realm_playgrounds, realm_domains, has_vidcall_token. */
-export const fetchOrgState: StateFetcher = async () => ({});
+/**
+ * POST /register keys for the fetch types drafts, navigation_views, saved_snippets,
+ * realm_playgrounds and realm_domains.
+ */
+export const fetchOrgState: StateFetcher = async ({ services, realm, user, want }) => {
+  const db = services.db.kysely;
+  const state: Record<string, unknown> = {};
+  if (want('navigation_views')) state.navigation_views = (await fetchUserNavigationViews(db, user.id)).map(formatNavigationView);
+  if (want('saved_snippets')) state.saved_snippets = (await fetchUserSavedSnippets(db, user.id)).map(formatSavedSnippet);
+  return state;
+};
