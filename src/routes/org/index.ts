@@ -2,9 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.js';
 import { registerNavigationViewRoutes } from './navigation_views.js';
 import { registerSavedSnippetRoutes } from './saved_snippets.js';
+import { registerRealmDomainRoutes } from './realm_domains.js';
 
 /** Per-user and per-organization features: drafts, views, snippets, playgrounds, domains, push tokens. */
 export function registerOrgRoutes(app: FastifyInstance, services: Services): void {
   registerNavigationViewRoutes(app, services);
   registerSavedSnippetRoutes(app, services);
+  registerRealmDomainRoutes(app, services);
 }
