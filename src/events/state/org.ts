@@ -1,8 +1,10 @@
 import { fetchUserNavigationViews } from '../../db/repos/navigation_views.js';
 import { fetchRealmDomains } from '../../db/repos/realm_domains.js';
+import { fetchRealmPlaygrounds } from '../../db/repos/realm_playgrounds.js';
 import { fetchUserSavedSnippets } from '../../db/repos/saved_snippets.js';
 import { formatNavigationView } from '../../lib/format/navigation_views.js';
 import { formatRealmDomain } from '../../lib/format/realm_domains.js';
+import { formatRealmPlayground } from '../../lib/format/realm_playgrounds.js';
 import { formatSavedSnippet } from '../../lib/format/saved_snippets.js';
 import type { StateFetcher } from './types.js';
 
@@ -15,6 +17,7 @@ export const fetchOrgState: StateFetcher = async ({ services, realm, user, want 
   const state: Record<string, unknown> = {};
   if (want('navigation_views')) state.navigation_views = (await fetchUserNavigationViews(db, user.id)).map(formatNavigationView);
   if (want('saved_snippets')) state.saved_snippets = (await fetchUserSavedSnippets(db, user.id)).map(formatSavedSnippet);
+  if (want('realm_playgrounds')) state.realm_playgrounds = (await fetchRealmPlaygrounds(db, realm.id)).map(formatRealmPlayground);
   if (want('realm_domains')) state.realm_domains = (await fetchRealmDomains(db, realm.id)).map(formatRealmDomain);
   return state;
 };

@@ -2,11 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.js';
 import { registerNavigationViewRoutes } from './navigation_views.js';
 import { registerSavedSnippetRoutes } from './saved_snippets.js';
+import { registerPlaygroundRoutes } from './playgrounds.js';
 import { registerRealmDomainRoutes } from './realm_domains.js';
 
 /** Per-user and per-organization features: drafts, views, snippets, playgrounds, domains, push tokens. */
 export function registerOrgRoutes(app: FastifyInstance, services: Services): void {
   registerNavigationViewRoutes(app, services);
   registerSavedSnippetRoutes(app, services);
+  registerPlaygroundRoutes(app, services);
   registerRealmDomainRoutes(app, services);
 }
