@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
 import type { Database } from './db/index.js';
 import type { EventBus } from './events/bus.js';
+import type { PushSender } from './lib/push/sender.js';
 
 /**
  * What actions need from the running process: configuration, the database and the
@@ -12,4 +13,6 @@ export interface Services {
   db: Database;
   events: EventBus;
   log: FastifyBaseLogger;
+  /** Delivers mobile push notifications; unset means they are only logged (lib/push). */
+  push?: PushSender;
 }

@@ -4,6 +4,7 @@ import { registerNavigationViewRoutes } from './navigation_views.js';
 import { registerSavedSnippetRoutes } from './saved_snippets.js';
 import { registerPlaygroundRoutes } from './playgrounds.js';
 import { registerRealmDomainRoutes } from './realm_domains.js';
+import { registerPushRoutes } from './push.js';
 
 /** Per-user and per-organization features: drafts, views, snippets, playgrounds, domains, push tokens. */
 export function registerOrgRoutes(app: FastifyInstance, services: Services): void {
@@ -11,4 +12,5 @@ export function registerOrgRoutes(app: FastifyInstance, services: Services): voi
   registerSavedSnippetRoutes(app, services);
   registerPlaygroundRoutes(app, services);
   registerRealmDomainRoutes(app, services);
+  registerPushRoutes(app, services);
 }
