@@ -20,9 +20,15 @@ import {
   type RealmProperties,
   type RealmPropertyName,
 } from '../../lib/realm_settings.js';
-import { LANGUAGES } from '../../lib/user_settings.js';
+import { LANGUAGES, NOT_REALM_DEFAULTABLE, USER_SETTING_NAMES } from '../../lib/user_settings.js';
 import { fetchSystemGroups } from '../../db/repos/user_groups.js';
-import { checkRealmGroupSettingUpdates, doUpdateRealmSettings, type RealmSettingChange } from '../../actions/realm_settings.js';
+import {
+  checkRealmGroupSettingUpdates,
+  doUpdateRealmSettings,
+  doUpdateRealmUserSettingsDefaults,
+  type RealmSettingChange,
+} from '../../actions/realm_settings.js';
+import { checkUserSettingValues, userSettingParams } from './user_params.js';
 import { endpoint } from '../endpoint.js';
 import { p, type Param } from '../params.js';
 
@@ -269,6 +275,22 @@ export function registerRealmSettingsRoutes(app: FastifyInstance, services: Serv
       const update = await checkRealmUpdate(services, realm, user, params as RawRealmParams);
       const changes = await doUpdateRealmSettings(services, realm, user, update);
       return responseData(changes);
+    },
+  });
+}
+
+/** Security-related settings stay each user's own choice (Zulip's update_realm_user_settings_defaults). */
+const REALM_DEFAULTABLE_SETTINGS = USER_SETTING_NAMES.filter((n) => !NOT_REALM_DEFAULTABLE.includes(n));
+
+export function registerRealmUserSettingsDefaultsRoutes(app: FastifyInstance, services: Services): void {
+  endpoint(app, services, {
+    method: 'PATCH',
+    path: '/realm/user_settings_defaults',
+    authorize: requireAdmin,
+    params: userSettingParams(REALM_DEFAULTABLE_SETTINGS),
+    handler: async ({ realm, user, params }) => {
+      const values = checkUserSettingValues(params, REALM_DEFAULTABLE_SETTINGS);
+      await doUpdateRealmUserSettingsDefaults(services, realm, user, values);
     },
   });
 }
