@@ -37,6 +37,8 @@ export interface Config {
   };
   bigBlueButton: { url: string | null; secret: string | null };
   jitsiServerUrl: string;
+  /** Topic deletion works in batches of this many messages, newest first, within this time budget. */
+  deleteTopic: { batchSize: number; timeBudgetMs: number };
 }
 
 /** Reads KEY=VALUE lines from a .env file; real environment variables win. */
@@ -96,6 +98,10 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     },
     bigBlueButton: { url: e.BIG_BLUE_BUTTON_URL || null, secret: e.BIG_BLUE_BUTTON_SECRET || null },
     jitsiServerUrl: (e.JITSI_SERVER_URL ?? 'https://meet.jit.si').replace(/\/+$/, ''),
+    deleteTopic: {
+      batchSize: int(e.PARLEY_DELETE_TOPIC_BATCH_SIZE, 100),
+      timeBudgetMs: int(e.PARLEY_DELETE_TOPIC_TIME_BUDGET_MS, 50_000),
+    },
     ...overrides,
   };
   return config;

@@ -25,6 +25,11 @@ export interface MessageEventExtra {
   senderEmailVisibleTo?: (userId: number) => boolean;
   senderQueueId?: string;
   localId?: string;
+  /**
+   * True for a message in a public channel: queues registered with all_public_streams (or a
+   * narrow) then receive it even when their user is not a recipient, with empty flags.
+   */
+  publicStream?: boolean;
 }
 
 /**

@@ -1,6 +1,6 @@
-import type { Insertable } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 import type { Tx } from '../index.js';
-import type { Message, MessageTable } from '../tables.js';
+import type { Message, MessageTable, User } from '../tables.js';
 
 export type NewMessage = Insertable<MessageTable>;
 
@@ -105,4 +105,289 @@ export async function fetchSubscribedStreamIds(db: Tx, userId: number, streamIds
     .where('active', '=', 1)
     .execute();
   return new Set(rows.map((r) => r.stream_id));
+}
+
+/** A channel of the realm by exact (case-insensitive) name, archived ones included. */
+export async function fetchStreamByName(db: Tx, realmId: number, name: string): Promise<StreamAccessRow | undefined> {
+  return db
+    .selectFrom('streams')
+    .select(['id', 'realm_id', 'name', 'invite_only', 'is_web_public', 'history_public_to_subscribers', 'deactivated', 'permissions', 'first_message_id'])
+    .where('realm_id', '=', realmId)
+    .where('name_lc', '=', name.toLowerCase())
+    .executeTakeFirst();
+}
+
+export async function fetchStreamById(db: Tx, realmId: number, id: number): Promise<StreamAccessRow | undefined> {
+  return db
+    .selectFrom('streams')
+    .select(['id', 'realm_id', 'name', 'invite_only', 'is_web_public', 'history_public_to_subscribers', 'deactivated', 'permissions', 'first_message_id'])
+    .where('realm_id', '=', realmId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export interface ChannelRecipientRow {
+  user_id: number;
+  is_muted: number;
+  is_bot: number;
+  bot_type: number | null;
+  role: number;
+}
+
+/** Active subscribers of a channel who are active users: the recipients of a channel message. */
+export async function fetchChannelRecipients(db: Tx, streamId: number): Promise<ChannelRecipientRow[]> {
+  return db
+    .selectFrom('subscriptions')
+    .innerJoin('users', 'users.id', 'subscriptions.user_id')
+    .select(['subscriptions.user_id', 'subscriptions.is_muted', 'users.is_bot', 'users.bot_type', 'users.role'])
+    .where('subscriptions.stream_id', '=', streamId)
+    .where('subscriptions.active', '=', 1)
+    .where('users.is_active', '=', 1)
+    .orderBy('subscriptions.user_id')
+    .execute();
+}
+
+/** Users of the realm by API or real email (case-insensitive). */
+export async function fetchUsersByEmails(db: Tx, realmId: number, emails: readonly string[]): Promise<User[]> {
+  if (emails.length === 0) return [];
+  const lc = emails.map((e) => e.toLowerCase());
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('realm_id', '=', realmId)
+    .where((eb) => eb.or([eb('email_lc', 'in', lc), eb(sql`lower(delivery_email)`, 'in', lc)]))
+    .execute();
+}
+
+/** Topic participants (Zulip's participants_for_topic): everyone who sent or reacted to a message in it. */
+export async function fetchTopicParticipants(db: Tx, streamId: number, topicLc: string): Promise<Set<number>> {
+  const senders = db.selectFrom('messages').select('sender_id as user_id').where('stream_id', '=', streamId).where('topic_lc', '=', topicLc);
+  const reactors = db
+    .selectFrom('reactions')
+    .innerJoin('messages', 'messages.id', 'reactions.message_id')
+    .select('reactions.user_id as user_id')
+    .where('messages.stream_id', '=', streamId)
+    .where('messages.topic_lc', '=', topicLc);
+  const rows = await senders.union(reactors).execute();
+  return new Set(rows.map((r) => r.user_id));
+}
+
+/** Whether the topic has any message (in the whole channel history). */
+export async function topicHasMessages(db: Tx, streamId: number, topicLc: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('messages')
+    .select('id')
+    .where('stream_id', '=', streamId)
+    .where('topic_lc', '=', topicLc)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Whether the user received any message in the topic (for channels whose history they cannot read). */
+export async function topicHasMessagesReceivedBy(db: Tx, userId: number, streamId: number, topicLc: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('user_messages')
+    .innerJoin('messages', 'messages.id', 'user_messages.message_id')
+    .select('messages.id')
+    .where('user_messages.user_id', '=', userId)
+    .where('messages.stream_id', '=', streamId)
+    .where('messages.topic_lc', '=', topicLc)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Whether any direct message was ever sent in this conversation. */
+export async function dmConversationExists(db: Tx, realmId: number, dmKey: string): Promise<boolean> {
+  const row = await db.selectFrom('messages').select('id').where('dm_key', '=', dmKey).where('realm_id', '=', realmId).limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Every alert word of the realm's users, by user. */
+export async function fetchRealmAlertWords(db: Tx, realmId: number): Promise<Map<number, string[]>> {
+  const rows = await db
+    .selectFrom('alert_words')
+    .innerJoin('users', 'users.id', 'alert_words.user_id')
+    .select(['alert_words.user_id', 'alert_words.word'])
+    .where('users.realm_id', '=', realmId)
+    .execute();
+  const out = new Map<number, string[]>();
+  for (const r of rows) {
+    const list = out.get(r.user_id);
+    if (list) list.push(r.word);
+    else out.set(r.user_id, [r.word]);
+  }
+  return out;
+}
+
+/** Users who muted this user: their copies of its messages start read. */
+export async function fetchMutingUserIds(db: Tx, mutedUserId: number): Promise<Set<number>> {
+  const rows = await db.selectFrom('muted_users').select('user_id').where('muted_user_id', '=', mutedUserId).execute();
+  return new Set(rows.map((r) => r.user_id));
+}
+
+/** Records a channel's first message once (no-op when it already has one). */
+export async function setStreamFirstMessageIdIfNull(db: Tx, streamId: number, messageId: number): Promise<void> {
+  await db.updateTable('streams').set({ first_message_id: messageId }).where('id', '=', streamId).where('first_message_id', 'is', null).execute();
+}
+
+export async function updateStreamFirstMessageId(db: Tx, streamId: number, messageId: number | null): Promise<void> {
+  await db.updateTable('streams').set({ first_message_id: messageId }).where('id', '=', streamId).execute();
+}
+
+/** Settings JSON of some users (for per-user preferences such as following topics where mentioned). */
+export async function fetchUserSettingsRows(db: Tx, userIds: readonly number[]): Promise<{ id: number; settings: string; timezone: string; is_bot: number }[]> {
+  if (userIds.length === 0) return [];
+  return db.selectFrom('users').select(['id', 'settings', 'timezone', 'is_bot']).where('id', 'in', [...userIds]).execute();
+}
+
+/** Active users of the realm whose full name is one of these (case-insensitive), for mentions. */
+export async function fetchUsersByFullNames(db: Tx, realmId: number, names: readonly string[]): Promise<{ id: number; full_name: string; email: string; is_bot: number }[]> {
+  if (names.length === 0) return [];
+  return db
+    .selectFrom('users')
+    .select(['id', 'full_name', 'email', 'is_bot'])
+    .where('realm_id', '=', realmId)
+    .where('is_active', '=', 1)
+    .where(sql`lower(full_name)`, 'in', names.map((n) => n.toLowerCase()))
+    .orderBy('id')
+    .execute();
+}
+
+/** Active users of the realm among these IDs, for `@**name|id**` mentions. */
+export async function fetchActiveUsersByIds(db: Tx, realmId: number, ids: readonly number[]): Promise<{ id: number; full_name: string; email: string; is_bot: number }[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('users')
+    .select(['id', 'full_name', 'email', 'is_bot'])
+    .where('realm_id', '=', realmId)
+    .where('is_active', '=', 1)
+    .where('id', 'in', [...ids])
+    .execute();
+}
+
+/** User groups of the realm named by mentions (case-insensitive), deactivated ones excluded. */
+export async function fetchGroupsByNames(db: Tx, realmId: number, names: readonly string[]): Promise<{ id: number; name: string; permissions: string; is_system_group: number }[]> {
+  if (names.length === 0) return [];
+  return db
+    .selectFrom('user_groups')
+    .select(['id', 'name', 'permissions', 'is_system_group'])
+    .where('realm_id', '=', realmId)
+    .where('deactivated', '=', 0)
+    .where('name_lc', 'in', names.map((n) => n.toLowerCase()))
+    .execute();
+}
+
+/** Which of these channels the user has muted. */
+export async function fetchMutedStreamIds(db: Tx, userId: number, streamIds: readonly number[]): Promise<Set<number>> {
+  if (streamIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('subscriptions')
+    .select('stream_id')
+    .where('user_id', '=', userId)
+    .where('stream_id', 'in', [...streamIds])
+    .where('is_muted', '=', 1)
+    .execute();
+  return new Set(rows.map((r) => r.stream_id));
+}
+
+/**
+ * Each topic spelling of a channel with its newest message ID: the whole channel, or only the
+ * messages `onlyUserId` received (channels whose history is protected).
+ */
+export async function fetchTopicHistoryRows(db: Tx, streamId: number, onlyUserId: number | null): Promise<{ topic: string; max_id: number }[]> {
+  if (onlyUserId === null) {
+    const rows = await db
+      .selectFrom('messages')
+      .select(['topic', (eb) => eb.fn.max('id').as('max_id')])
+      .where('stream_id', '=', streamId)
+      .groupBy('topic')
+      .execute();
+    return rows.map((r) => ({ topic: r.topic, max_id: Number(r.max_id) }));
+  }
+  const rows = await db
+    .selectFrom('user_messages')
+    .innerJoin('messages', 'messages.id', 'user_messages.message_id')
+    .select(['messages.topic', (eb) => eb.fn.max('messages.id').as('max_id')])
+    .where('user_messages.user_id', '=', onlyUserId)
+    .where('messages.stream_id', '=', streamId)
+    .groupBy('messages.topic')
+    .execute();
+  return rows.map((r) => ({ topic: r.topic, max_id: Number(r.max_id) }));
+}
+
+/** The newest `limit` message IDs of a topic the deleting user may see, newest first. */
+export async function fetchTopicMessageIdsNewestFirst(
+  db: Tx,
+  streamId: number,
+  topicLc: string,
+  limit: number,
+  onlyUserId: number | null,
+): Promise<number[]> {
+  if (onlyUserId === null) {
+    const rows = await db
+      .selectFrom('messages')
+      .select('id')
+      .where('stream_id', '=', streamId)
+      .where('topic_lc', '=', topicLc)
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+  const rows = await db
+    .selectFrom('user_messages')
+    .innerJoin('messages', 'messages.id', 'user_messages.message_id')
+    .select('messages.id')
+    .where('user_messages.user_id', '=', onlyUserId)
+    .where('messages.stream_id', '=', streamId)
+    .where('messages.topic_lc', '=', topicLc)
+    .orderBy('messages.id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** Users with a user_messages row for any of these messages. */
+export async function fetchUserIdsWithRows(db: Tx, messageIds: readonly number[]): Promise<number[]> {
+  if (messageIds.length === 0) return [];
+  const rows = await db.selectFrom('user_messages').select('user_id').distinct().where('message_id', 'in', [...messageIds]).execute();
+  return rows.map((r) => r.user_id);
+}
+
+/** Deletes messages with their recipient rows and reactions. */
+export async function deleteMessagesByIds(db: Tx, messageIds: readonly number[]): Promise<void> {
+  if (messageIds.length === 0) return;
+  const ids = [...messageIds];
+  await db.deleteFrom('reactions').where('message_id', 'in', ids).execute();
+  await db.deleteFrom('user_messages').where('message_id', 'in', ids).execute();
+  await db.deleteFrom('messages').where('id', 'in', ids).execute();
+}
+
+/** The oldest remaining message of a channel, or null. */
+export async function fetchFirstMessageId(db: Tx, streamId: number): Promise<number | null> {
+  const row = await db.selectFrom('messages').select('id').where('stream_id', '=', streamId).orderBy('id').limit(1).executeTakeFirst();
+  return row?.id ?? null;
+}
+
+/** Users with any visibility policy for a topic. */
+export async function fetchUserIdsWithTopicPolicy(db: Tx, streamId: number, topicLc: string): Promise<number[]> {
+  const rows = await db.selectFrom('user_topics').select('user_id').where('stream_id', '=', streamId).where('topic_lc', '=', topicLc).execute();
+  return rows.map((r) => r.user_id);
+}
+
+/** Which of these users still received some message of the topic. */
+export async function fetchUsersWithMessagesInTopic(db: Tx, userIds: readonly number[], streamId: number, topicLc: string): Promise<Set<number>> {
+  if (userIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('user_messages')
+    .innerJoin('messages', 'messages.id', 'user_messages.message_id')
+    .select('user_messages.user_id')
+    .distinct()
+    .where('user_messages.user_id', 'in', [...userIds])
+    .where('messages.stream_id', '=', streamId)
+    .where('messages.topic_lc', '=', topicLc)
+    .execute();
+  return new Set(rows.map((r) => r.user_id));
 }

@@ -1,0 +1,914 @@
+import { now, transaction, type Tx } from '../db/index.js';
+import type { Message, Realm, Stream, User } from '../db/tables.js';
+import {
+  deleteMessagesByIds,
+  dmConversationExists,
+  fetchFirstMessageId,
+  fetchMessagesByIds,
+  fetchStreamAccessRows,
+  fetchTopicHistoryRows,
+  fetchTopicMessageIdsNewestFirst,
+  fetchUserIdsWithRows,
+  fetchUserIdsWithTopicPolicy,
+  fetchUsersWithMessagesInTopic,
+  updateStreamFirstMessageId,
+  fetchMutedStreamIds,
+  fetchSubscribedStreamIds,
+  fetchActiveUsersByIds,
+  fetchChannelRecipients,
+  fetchGroupsByNames,
+  fetchMutingUserIds,
+  fetchRealmAlertWords,
+  fetchTopicParticipants,
+  fetchUserSettingsRows,
+  fetchUsersByEmails,
+  fetchUsersByFullNames,
+  insertMessage,
+  setStreamFirstMessageIdIfNull,
+  topicHasMessages,
+  topicHasMessagesReceivedBy,
+} from '../db/repos/messages.js';
+import { fetchActiveUserRoles, fetchUsersByIds } from '../db/repos/users.js';
+import {
+  bulkInsertUserMessages,
+  fetchUnreadIdsInStream,
+  fetchReaderIds,
+  fetchUnreadMessages,
+  fetchUserMessageFlags,
+  insertHistoricalUserMessages,
+  markUnreadBatchRead,
+  updateUserMessageFlag,
+  type UserMessageRow,
+} from '../db/repos/user_messages.js';
+import { fetchUserTopic, fetchUserTopicsForTopic } from '../db/repos/user_topics.js';
+import { JsonableError, badRequest } from '../errors.js';
+import type { EventRecipient, MessageEventExtra, ZulipEvent } from '../events/bus.js';
+import { accessMessages } from '../lib/access/messages.js';
+import { ChannelCaller, accessStreamForSend, canAccessStreamHistory, metadataAccessUserIds } from '../lib/access/streams.js';
+import { canAccessDeliveryEmail, loadUserAccess } from '../lib/access/users.js';
+import { AVATAR_FROM_GRAVATAR } from '../lib/avatar.js';
+import { dmKeyFor, dmParticipantIds, formatMessage, type MessageDict, type MessageRelations } from '../lib/format/messages.js';
+import type { MessageUserRow } from '../db/repos/messages.js';
+import { groupPermissions } from '../lib/format/user_groups.js';
+import { USER_GROUP_PERMISSION_CONFIG, loadGroupMembership, userHasGroupPermission, type GroupMembership } from '../lib/group_settings.js';
+import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, flagsList, isFlagName, type FlagName } from '../lib/message_flags.js';
+import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
+import {
+  displayTopic,
+  normalizeSendTopic,
+  topicKey,
+  truncateCodePoints,
+  VISIBILITY_FOLLOWED,
+  VISIBILITY_INHERIT,
+  VISIBILITY_MUTED,
+  VISIBILITY_UNMUTED,
+} from '../lib/topics.js';
+import {
+  AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_NEVER,
+  AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_INITIATION,
+  AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_PARTICIPATION,
+  AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_SEND,
+  userSettings,
+} from '../lib/user_settings.js';
+import { realmUrl } from '../lib/urls.js';
+import { MAX_MESSAGE_LENGTH } from '../version.js';
+import type { Services } from '../services.js';
+import { setUserTopicPolicies } from './user_topics.js';
+
+/** Zulip's Realm.WILDCARD_MENTION_THRESHOLD: wildcard mentions reaching more people need can_mention_many_users_group. */
+export const WILDCARD_MENTION_THRESHOLD = 15;
+
+// ---------------------------------------------------------------------------------------------
+// Parsing the `to` and `content` parameters the way Zulip does (zerver/actions/message_send.py).
+
+/**
+ * A channel given as its name or ID. Clients send a raw name, a JSON string, a JSON integer,
+ * or a JSON list holding exactly one of those (zulip-mobile sends `["name"]`).
+ */
+export function parseStreamIndicator(raw: string): string | number {
+  let data: unknown;
+  try {
+    data = JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+  if (Array.isArray(data)) {
+    if (data.length !== 1) throw badRequest('Expected exactly one channel');
+    data = data[0];
+  }
+  if (typeof data === 'string') return data;
+  if (typeof data === 'number' && Number.isSafeInteger(data)) return data;
+  throw badRequest('Invalid data type for channel');
+}
+
+/**
+ * Direct-message recipients: a JSON list of user IDs or of emails, or comma-separated
+ * emails (zulip-mobile). Emails are trimmed and de-duplicated, empty ones dropped.
+ */
+export function parsePrivateRecipients(raw: string): { ids: number[] } | { emails: string[] } {
+  let data: unknown;
+  try {
+    data = JSON.parse(raw);
+  } catch {
+    data = raw;
+  }
+  if (typeof data === 'string') data = data.split(',');
+  if (!Array.isArray(data)) throw badRequest('Invalid data type for recipients');
+  if (data.length === 0) return { ids: [] };
+  const mixed = (): JsonableError => badRequest('Recipient lists may contain emails or user IDs, but not both.');
+  if (typeof data[0] === 'string') {
+    if (!data.every((e): e is string => typeof e === 'string')) throw mixed();
+    return { emails: [...new Set(data.map((e) => e.trim()))].filter(Boolean) };
+  }
+  if (typeof data[0] !== 'number' || !Number.isSafeInteger(data[0])) throw badRequest('Invalid data type for recipients');
+  if (!data.every((e): e is number => typeof e === 'number' && Number.isSafeInteger(e))) throw mixed();
+  return { ids: [...new Set(data)] };
+}
+
+/** Zulip's normalize_body: trailing whitespace dropped, never empty, no NUL, truncated past the limit. */
+export function normalizeMessageContent(content: string): string {
+  const body = content.trimEnd();
+  if (body.length === 0) throw badRequest('Message must not be empty');
+  if (body.includes('\u0000')) throw badRequest('Message must not contain null bytes');
+  return truncateCodePoints(body, MAX_MESSAGE_LENGTH, '\n[message truncated]');
+}
+
+/**
+ * Zulip's Client.default_read_by_sender: messages sent from a full Zulip UI start read for
+ * their sender; messages sent through the API (integrations using a user's key) do not.
+ */
+export function defaultReadBySender(client: string): boolean {
+  const name = client.toLowerCase();
+  return (
+    ['zulipandroid', 'zulipios', 'zulipdesktop', 'zulipmobile', 'zulipelectron', 'zulipterminal', 'snipe', 'website', 'ios', 'android'].includes(name) ||
+    name.includes('desktop app')
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering. The Markdown module (src/lib/markdown) is written in parallel; until it lands this
+// adapter renders plain paragraphs and resolves mentions itself, behind one function.
+
+export interface RenderResult {
+  html: string;
+  /** Users mentioned by name (not silently), group members excluded. */
+  mentionedUserIds: Set<number>;
+  mentionedGroupIds: Set<number>;
+  streamWildcard: boolean;
+  topicWildcard: boolean;
+  hasLink: boolean;
+  hasImage: boolean;
+  hasAttachment: boolean;
+}
+
+const STREAM_WILDCARDS = new Set(['all', 'everyone', 'stream', 'channel']);
+const TOPIC_WILDCARD = 'topic';
+const USER_MENTION = /@(_?)\*\*([^*]+?)\*\*/g;
+const GROUP_MENTION = /@(_?)\*([^*]+?)\*/g;
+
+function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+}
+
+async function renderContent(db: Tx, realm: Realm, content: string): Promise<RenderResult> {
+  const userRefs: { silent: boolean; name: string; id: number | null }[] = [];
+  let streamWildcard = false;
+  let topicWildcard = false;
+  for (const m of content.matchAll(USER_MENTION)) {
+    const silent = m[1] === '_';
+    const text = m[2]!;
+    const lower = text.toLowerCase();
+    if (STREAM_WILDCARDS.has(lower)) {
+      if (!silent) streamWildcard = true;
+      continue;
+    }
+    if (lower === TOPIC_WILDCARD) {
+      if (!silent) topicWildcard = true;
+      continue;
+    }
+    const pipe = /^(.*)\|(\d+)$/.exec(text);
+    userRefs.push({ silent, name: pipe ? pipe[1]! : text, id: pipe ? Number(pipe[2]) : null });
+  }
+  const groupNames: string[] = [];
+  for (const m of content.replace(USER_MENTION, '').matchAll(GROUP_MENTION)) if (m[1] !== '_') groupNames.push(m[2]!);
+  const [byName, byId, groups] = await Promise.all([
+    fetchUsersByFullNames(db, realm.id, userRefs.filter((r) => r.id === null).map((r) => r.name)),
+    fetchActiveUsersByIds(db, realm.id, userRefs.filter((r) => r.id !== null).map((r) => r.id!)),
+    fetchGroupsByNames(db, realm.id, groupNames),
+  ]);
+  const mentionedUserIds = new Set<number>();
+  for (const r of userRefs) {
+    if (r.silent) continue;
+    const u = r.id !== null ? byId.find((x) => x.id === r.id) : byName.find((x) => x.full_name.toLowerCase() === r.name.toLowerCase());
+    if (u) mentionedUserIds.add(u.id);
+  }
+  const mentionedGroupIds = new Set(groups.filter((g) => !g.is_system_group).map((g) => g.id));
+  const html = content
+    .split(/\n{2,}/)
+    .map((p) => `<p>${escapeHtml(p).replace(/\n/g, '<br>\n')}</p>`)
+    .join('\n');
+  return {
+    html,
+    mentionedUserIds,
+    mentionedGroupIds,
+    streamWildcard,
+    topicWildcard,
+    hasLink: /https?:\/\//i.test(content),
+    hasImage: false,
+    hasAttachment: /\/user_uploads\//.test(content),
+  };
+}
+
+/** Whether an alert word occurs in the content as a whole word, case-insensitively (Zulip's rule). */
+function containsAlertWord(lowerContent: string, words: readonly string[]): boolean {
+  for (const w of words) {
+    const word = w.toLowerCase();
+    if (!word) continue;
+    let from = 0;
+    for (;;) {
+      const i = lowerContent.indexOf(word, from);
+      if (i < 0) break;
+      const before = i === 0 ? '' : lowerContent[i - 1]!;
+      const after = lowerContent[i + word.length] ?? '';
+      if (!/[\p{L}\p{N}_]/u.test(before) && !/[\p{L}\p{N}_]/u.test(after)) return true;
+      from = i + 1;
+    }
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sending.
+
+export interface SendMessageInput {
+  /** 'stream' (also for `channel`) or 'private' (also for `direct`). */
+  type: 'stream' | 'private';
+  /** The raw `to` parameter, or undefined when absent. */
+  to: string | undefined;
+  topic: string | undefined;
+  content: string;
+  client: string;
+  queueId?: string;
+  localId?: string;
+  readBySender?: boolean;
+}
+
+interface ChannelTarget {
+  kind: 'stream';
+  stream: Stream;
+  topic: string;
+  /** The sender's subscription is muted (null: not subscribed). */
+  senderMutedStream: boolean | null;
+}
+
+interface DirectTarget {
+  kind: 'private';
+  participants: User[];
+  dmKey: string;
+}
+
+/** Everything checkSendMessage established; doSendMessage only writes it and notifies. */
+export interface PreparedMessage {
+  realm: Realm;
+  sender: User;
+  client: string;
+  content: string;
+  rendered: RenderResult;
+  target: ChannelTarget | DirectTarget;
+  /** user_messages rows to create: recipient -> flag bits. */
+  flags: Map<number, number>;
+  /** Recipient roles, for whether each may see the sender's real email. */
+  roles: Map<number, number>;
+  automaticPolicy: number | null;
+  /** Mentioned users who follow topics where they are mentioned. */
+  followOnMention: number[];
+  queueId?: string;
+  localId?: string;
+}
+
+export interface SentMessage {
+  id: number;
+  message: Message;
+  automaticNewVisibilityPolicy?: number;
+}
+
+/** Zulip's visibility_policy_for_send_message, minus the initiation check the caller does. */
+function policyForSend(followPolicy: number, unmutePolicy: number, streamMuted: boolean | null): number | null {
+  const participationOrSend = (p: number) => p === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_PARTICIPATION || p === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_SEND;
+  if (participationOrSend(followPolicy)) return VISIBILITY_FOLLOWED;
+  if (streamMuted && participationOrSend(unmutePolicy)) return VISIBILITY_UNMUTED;
+  return null;
+}
+
+async function automaticVisibilityPolicy(db: Tx, caller: ChannelCaller, target: ChannelTarget): Promise<number | null> {
+  const sender = caller.user;
+  if (sender.is_bot) return null;
+  const settings = userSettings(sender);
+  const follow = settings.automatically_follow_topics_policy;
+  const unmute = settings.automatically_unmute_topics_in_muted_streams_policy;
+  if (follow === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_NEVER && unmute === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_NEVER) return null;
+  const key = topicKey(target.topic);
+  const current = (await fetchUserTopic(db, sender.id, target.stream.id, key))?.visibility_policy ?? VISIBILITY_INHERIT;
+  if (current === VISIBILITY_FOLLOWED) return null;
+  let policy = policyForSend(follow, unmute, target.senderMutedStream);
+  if (policy === VISIBILITY_FOLLOWED) return policy;
+  if (current !== VISIBILITY_INHERIT) return policy !== null && policy === current ? null : policy;
+  const initiation =
+    follow === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_INITIATION ||
+    (target.senderMutedStream === true && unmute === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_INITIATION);
+  if (!initiation) return policy;
+  // Only messages the sender could read count: a channel with protected history must not
+  // reveal that a topic already exists.
+  const historyAccess = await canAccessStreamHistory(caller, { stream: target.stream, subscribed: target.senderMutedStream !== null });
+  const exists = historyAccess
+    ? await topicHasMessages(db, target.stream.id, key)
+    : await topicHasMessagesReceivedBy(db, sender.id, target.stream.id, key);
+  if (exists) return policy;
+  if (follow === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_INITIATION) return VISIBILITY_FOLLOWED;
+  policy = VISIBILITY_UNMUTED;
+  return policy;
+}
+
+async function resolveDirectRecipients(db: Tx, realm: Realm, sender: User, to: { ids: number[] } | { emails: string[] }): Promise<User[]> {
+  if ('emails' in to) {
+    if (to.emails.length === 0) throw badRequest('Message must have recipients');
+    const users = await fetchUsersByEmails(db, realm.id, to.emails);
+    const byEmail = new Map<string, User>();
+    for (const u of users) {
+      byEmail.set(u.email.toLowerCase(), u);
+      byEmail.set(u.delivery_email.toLowerCase(), u);
+    }
+    const out: User[] = [];
+    for (const e of to.emails) {
+      const u = byEmail.get(e.toLowerCase());
+      if (!u) throw badRequest(`Invalid email '${e}'`);
+      out.push(u);
+    }
+    return out;
+  }
+  if (to.ids.length === 0) throw badRequest('Message must have recipients');
+  const users = new Map((await fetchUsersByIds(db, realm.id, to.ids)).map((u) => [u.id, u]));
+  return to.ids.map((id) => {
+    const u = users.get(id);
+    if (!u) throw badRequest(`Invalid user ID ${id}`);
+    return u;
+  });
+}
+
+/**
+ * Zulip's check_can_send_direct_message: someone in the conversation must be in
+ * direct_message_permission_group, and starting a new conversation needs
+ * direct_message_initiator_group. Bots, and conversations with only bots, are exempt.
+ */
+async function checkCanSendDirectMessage(db: Tx, realm: Realm, sender: User, recipients: readonly User[], dmKey: string): Promise<void> {
+  if (sender.is_bot) return;
+  if (recipients.every((u) => u.is_bot || u.id === sender.id)) return;
+  const settings = realmSettings(realm);
+  const m = await loadGroupMembership(db, realm.id);
+  const everyone = [sender, ...recipients];
+  const permission = settings.direct_message_permission_group;
+  if (!everyone.some((u) => userHasGroupPermission(m, permission, u, REALM_GROUP_SETTING_CONFIG.direct_message_permission_group))) {
+    if (m.isSystemGroupValue(permission, 'role:nobody')) throw badRequest('Direct messages are disabled in this organization.');
+    throw badRequest('This conversation does not include any users who can authorize it.');
+  }
+  if (userHasGroupPermission(m, settings.direct_message_initiator_group, sender, REALM_GROUP_SETTING_CONFIG.direct_message_initiator_group)) return;
+  if (!(await dmConversationExists(db, realm.id, dmKey))) {
+    throw badRequest('You do not have permission to initiate direct message conversations.');
+  }
+}
+
+function checkGroupMentions(m: GroupMembership, sender: User, groups: readonly { id: number; name: string; permissions: string }[]): void {
+  for (const g of groups) {
+    const value = groupPermissions(g).can_mention_group;
+    if (value === undefined) continue;
+    if (!userHasGroupPermission(m, value, sender, USER_GROUP_PERMISSION_CONFIG.can_mention_group!)) {
+      throw badRequest(`You are not allowed to mention user group '${g.name}'.`);
+    }
+  }
+}
+
+/**
+ * Validates a message the way Zulip's check_message does and computes everything sending it
+ * writes: recipients and their flags, mention and alert-word flags, the sender's automatic
+ * topic visibility change. Every 4xx is raised here, never in doSendMessage.
+ */
+export async function checkSendMessage(services: Services, realm: Realm, sender: User, input: SendMessageInput): Promise<PreparedMessage> {
+  const db = services.db.kysely;
+  const content = normalizeMessageContent(input.content);
+  const settings = realmSettings(realm);
+  let target: ChannelTarget | DirectTarget;
+  const roles = new Map<number, number>();
+  const recipientIds: number[] = [];
+  const mutedStreamRecipients = new Set<number>();
+  let caller: ChannelCaller | null = null;
+  let subscriberCount = 0;
+
+  if (input.type === 'stream') {
+    if (input.to === undefined) throw badRequest('Missing channel');
+    const indicator = parseStreamIndicator(input.to);
+    if (input.topic === undefined) throw badRequest('Missing topic');
+    const topic = normalizeSendTopic(input.topic, settings.empty_topic_display_name);
+    if (typeof indicator === 'string' && indicator.trim() === '') throw badRequest("Channel name can't be empty.");
+    caller = new ChannelCaller(db, realm, sender);
+    const { stream, subscribed } = await accessStreamForSend(caller, typeof indicator === 'number' ? { id: indicator } : { name: indicator.trim() });
+    if (!(await caller.channelPermission(stream, 'can_create_topic_group')) && !(await topicHasMessages(db, stream.id, topicKey(topic)))) {
+      throw badRequest('You do not have permission to create new topics in this channel.');
+    }
+    const policy = stream.topics_policy === 'inherit' ? settings.topics_policy : stream.topics_policy;
+    if (policy === 'disable_empty_topic' && topic === '') {
+      throw badRequest(`Sending messages to the ${settings.empty_topic_display_name} topic is not allowed in this channel.`);
+    }
+    if (policy === 'empty_topic_only' && topic !== '') {
+      throw new JsonableError(`Only the ${settings.empty_topic_display_name} topic is allowed in this channel.`, 'TOPICS_NOT_ALLOWED', 400);
+    }
+    const subs = await fetchChannelRecipients(db, stream.id);
+    subscriberCount = subs.length;
+    let senderMuted: boolean | null = subscribed ? false : null;
+    for (const s of subs) {
+      recipientIds.push(s.user_id);
+      roles.set(s.user_id, s.role);
+      if (s.is_muted) mutedStreamRecipients.add(s.user_id);
+      if (s.user_id === sender.id) senderMuted = !!s.is_muted;
+    }
+    target = { kind: 'stream', stream, topic, senderMutedStream: senderMuted };
+  } else {
+    const to = input.to === undefined ? { ids: [] } : parsePrivateRecipients(input.to);
+    const listed = await resolveDirectRecipients(db, realm, sender, to);
+    const others = listed.filter((u) => u.id !== sender.id);
+    const recipients = others.length ? others : [sender];
+    for (const u of recipients) {
+      if (!u.is_active) throw badRequest(`'${u.email}' is no longer using Zulip.`);
+    }
+    const access = await loadUserAccess(db, realm, sender);
+    if (access.restricted && recipients.some((u) => !access.canAccess(u))) {
+      throw badRequest('You do not have permission to access some of the recipients.');
+    }
+    const participants = [sender, ...recipients.filter((u) => u.id !== sender.id)].sort((a, b) => a.id - b.id);
+    const dmKey = dmKeyFor(participants.map((u) => u.id));
+    await checkCanSendDirectMessage(db, realm, sender, recipients, dmKey);
+    for (const u of participants) {
+      recipientIds.push(u.id);
+      roles.set(u.id, u.role);
+    }
+    target = { kind: 'private', participants, dmKey };
+  }
+
+  const rendered = await renderContent(db, realm, content);
+  let topicParticipants = new Set<number>();
+  if (target.kind === 'stream') {
+    const needMany = rendered.streamWildcard ? subscriberCount > WILDCARD_MENTION_THRESHOLD : false;
+    if (rendered.topicWildcard) {
+      topicParticipants = await fetchTopicParticipants(db, target.stream.id, topicKey(target.topic));
+      topicParticipants.add(sender.id);
+    }
+    const canMentionMany = async (): Promise<boolean> =>
+      userHasGroupPermission(await caller!.membership(), settings.can_mention_many_users_group, sender, REALM_GROUP_SETTING_CONFIG.can_mention_many_users_group);
+    if (needMany && !(await canMentionMany())) {
+      throw new JsonableError(
+        'You do not have permission to use channel wildcard mentions in this channel.',
+        'STREAM_WILDCARD_MENTION_NOT_ALLOWED',
+        400,
+      );
+    }
+    if (rendered.topicWildcard && topicParticipants.size > WILDCARD_MENTION_THRESHOLD && !(await canMentionMany())) {
+      throw new JsonableError(
+        'You do not have permission to use topic wildcard mentions in this topic.',
+        'TOPIC_WILDCARD_MENTION_NOT_ALLOWED',
+        400,
+      );
+    }
+  }
+  let groupMembers = new Set<number>();
+  if (rendered.mentionedGroupIds.size) {
+    const m = await loadGroupMembership(db, realm.id);
+    const groups = await fetchGroupsByNames(db, realm.id, [...rendered.mentionedGroupIds].map((id) => m.byId.get(id)?.name ?? ''));
+    checkGroupMentions(m, sender, groups);
+    groupMembers = new Set([...rendered.mentionedGroupIds].flatMap((id) => [...m.members(id)]));
+  }
+
+  const mentioned = new Set([...rendered.mentionedUserIds, ...groupMembers]);
+  const [alertWords, mutingUsers] = await Promise.all([fetchRealmAlertWords(db, realm.id), fetchMutingUserIds(db, sender.id)]);
+  const readBySender = input.readBySender ?? defaultReadBySender(input.client);
+  const lower = content.toLowerCase();
+  const base =
+    (rendered.streamWildcard ? FLAG_BITS.stream_wildcard_mentioned : 0) | (target.kind === 'private' ? FLAG_BITS.is_private : 0);
+  const flags = new Map<number, number>();
+  for (const id of recipientIds) {
+    let f = base;
+    if ((id === sender.id && readBySender) || mutingUsers.has(id)) f |= FLAG_BITS.read;
+    if (mentioned.has(id)) f |= FLAG_BITS.mentioned;
+    if (rendered.topicWildcard && topicParticipants.has(id)) f |= FLAG_BITS.topic_wildcard_mentioned;
+    const words = alertWords.get(id);
+    if (words && id !== sender.id && containsAlertWord(lower, words)) f |= FLAG_BITS.has_alert_word;
+    flags.set(id, f);
+  }
+
+  let automaticPolicy: number | null = null;
+  const followOnMention: number[] = [];
+  if (target.kind === 'stream') {
+    automaticPolicy = await automaticVisibilityPolicy(db, caller!, target);
+    const mentionedRecipients = [...rendered.mentionedUserIds].filter((id) => flags.has(id));
+    if (mentionedRecipients.length) {
+      const rows = await fetchUserSettingsRows(db, mentionedRecipients);
+      const wanting = rows.filter((r) => !r.is_bot && userSettings(r).automatically_follow_topics_where_mentioned).map((r) => r.id);
+      const existing = await fetchUserTopicsForTopic(db, wanting, target.stream.id, topicKey(target.topic));
+      const skip = new Set(existing.filter((r) => r.visibility_policy === VISIBILITY_MUTED || r.visibility_policy === VISIBILITY_FOLLOWED).map((r) => r.user_id));
+      for (const id of wanting) if (!skip.has(id) && !(id === sender.id && automaticPolicy !== null)) followOnMention.push(id);
+    }
+  }
+
+  return {
+    realm,
+    sender,
+    client: input.client,
+    content,
+    rendered,
+    target,
+    flags,
+    roles,
+    automaticPolicy,
+    followOnMention,
+    queueId: input.queueId,
+    localId: input.localId,
+  };
+}
+
+/** The message dict events carry: rendered HTML, real avatar URLs, the empty topic as "". */
+function eventMessageDict(services: Services, p: PreparedMessage, row: Message): MessageDict {
+  const users = new Map<number, MessageUserRow>();
+  const toRow = (u: User): MessageUserRow => ({
+    id: u.id,
+    realm_id: u.realm_id,
+    email: u.email,
+    delivery_email: u.delivery_email,
+    full_name: u.full_name,
+    avatar_source: u.avatar_source,
+    avatar_version: u.avatar_version,
+  });
+  users.set(p.sender.id, toRow(p.sender));
+  if (p.target.kind === 'private') for (const u of p.target.participants) users.set(u.id, toRow(u));
+  const rel: MessageRelations = {
+    realm: p.realm,
+    realmUrl: realmUrl(services.config, p.realm),
+    users,
+    streamNames: new Map(p.target.kind === 'stream' ? [[p.target.stream.id, p.target.stream.name]] : []),
+    reactions: new Map(),
+  };
+  return formatMessage(row, rel, {
+    applyMarkdown: true,
+    clientGravatar: false,
+    allowEmptyTopicName: true,
+    emptyTopicDisplayName: realmSettings(p.realm).empty_topic_display_name,
+  });
+}
+
+/**
+ * Writes a checked message in one transaction (the message, one bulk insert of every
+ * recipient's user_messages row, the channel's first_message_id when unset, automatic topic
+ * follows) and, after commit, sends the `message` event to every recipient with their flags
+ * (sender first) and the `user_topic` events.
+ */
+export async function doSendMessage(services: Services, p: PreparedMessage): Promise<SentMessage> {
+  const t = p.target;
+  const dateSent = now();
+  const { message, changedPolicy } = await transaction(services.db, async (tx, afterCommit) => {
+    const message = await insertMessage(tx, {
+      realm_id: p.realm.id,
+      sender_id: p.sender.id,
+      type: t.kind,
+      stream_id: t.kind === 'stream' ? t.stream.id : null,
+      topic: t.kind === 'stream' ? t.topic : '',
+      topic_lc: t.kind === 'stream' ? topicKey(t.topic) : '',
+      dm_key: t.kind === 'private' ? t.dmKey : null,
+      content: p.content,
+      rendered_content: p.rendered.html,
+      date_sent: dateSent,
+      sending_client: p.client,
+      has_link: p.rendered.hasLink ? 1 : 0,
+      has_image: p.rendered.hasImage ? 1 : 0,
+      has_attachment: p.rendered.hasAttachment ? 1 : 0,
+    });
+    const rows: UserMessageRow[] = [...p.flags].map(([user_id, flags]) => ({ user_id, message_id: message.id, flags }));
+    await bulkInsertUserMessages(tx, rows);
+    let changedPolicy = false;
+    if (t.kind === 'stream') {
+      if (t.stream.first_message_id === null) await setStreamFirstMessageIdIfNull(tx, t.stream.id, message.id);
+      const target = { realmId: p.realm.id, streamId: t.stream.id, topic: t.topic };
+      if (p.automaticPolicy !== null) {
+        changedPolicy = (await setUserTopicPolicies(services, tx, afterCommit, target, [p.sender.id], p.automaticPolicy, dateSent)).length > 0;
+      }
+      if (p.followOnMention.length) await setUserTopicPolicies(services, tx, afterCommit, target, p.followOnMention, VISIBILITY_FOLLOWED, dateSent);
+    }
+    const dict = eventMessageDict(services, p, message);
+    const recipients: EventRecipient[] = [];
+    if (p.flags.has(p.sender.id)) recipients.push({ id: p.sender.id, flags: flagsList(p.flags.get(p.sender.id)!) });
+    for (const [id, f] of p.flags) if (id !== p.sender.id) recipients.push({ id, flags: flagsList(f) });
+    const extra: MessageEventExtra = {
+      rawContent: p.content,
+      senderAvatarIsGravatar: p.sender.avatar_source === AVATAR_FROM_GRAVATAR,
+      senderEmailVisibleTo: (userId) => canAccessDeliveryEmail({ id: userId, role: p.roles.get(userId) ?? 400 }, p.sender),
+      ...(p.queueId !== undefined ? { senderQueueId: p.queueId } : {}),
+      ...(p.localId !== undefined ? { localId: p.localId } : {}),
+      ...(t.kind === 'stream' && !t.stream.invite_only ? { publicStream: true } : {}),
+    };
+    afterCommit(() => services.events.send(p.realm.id, { type: 'message', message: dict }, recipients, extra));
+    return { message, changedPolicy };
+  });
+  const out: SentMessage = { id: message.id, message };
+  if (changedPolicy && p.automaticPolicy !== null) out.automaticNewVisibilityPolicy = p.automaticPolicy;
+  return out;
+}
+
+/** The sender's view of where the message went: Zulip's message_url / message_link (feature level 508). */
+export function messageLinks(services: Services, p: PreparedMessage, id: number): { message_url: string; message_link: string } {
+  const base = realmUrl(services.config, p.realm);
+  const t = p.target;
+  if (t.kind === 'private') {
+    const others = t.participants.filter((u) => u.id !== p.sender.id);
+    const ids = (others.length ? others : t.participants).map((u) => u.id).join(',');
+    const suffix = others.length > 1 ? 'group' : 'dm';
+    const url = `${base}/#narrow/dm/${ids}-${suffix}/near/${id}`;
+    return { message_url: url, message_link: url };
+  }
+  const slug = `${t.stream.id}-${encodeHashComponent(t.stream.name.replace(/ /g, '-'))}`;
+  const url = `${base}/#narrow/channel/${slug}/topic/${encodeHashComponent(t.topic)}/near/${id}`;
+  return { message_url: url, message_link: `[#${t.stream.name} > ${t.topic} @ 💬](${url})` };
+}
+
+/** Zulip's hash_util_encode: percent-encoding of everything but [A-Za-z0-9_.~-], then "." for "%". */
+function encodeHashComponent(s: string): string {
+  return encodeURIComponent(s)
+    .replace(/[!'()*.]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replace(/%/g, '.');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Personal message flags.
+
+/** Zulip's DEFAULT_HISTORICAL_FLAGS: what a readable message the user never received counts as. */
+export const DEFAULT_HISTORICAL_FLAGS = FLAG_BITS.read | FLAG_BITS.historical;
+
+export interface FlagChange {
+  op: 'add' | 'remove';
+  flag: FlagName;
+  /** The IDs whose flag changes, in request order. */
+  messages: number[];
+  /** Rows to create for readable messages the user never received. */
+  historical: number[];
+  /** Channels whose messages were left read because the user is not subscribed (read/remove only). */
+  ignoredChannels: number[] | null;
+}
+
+/** Zulip's validation order: the flag's name, then its editability, then the operation. */
+export function checkFlagName(flag: string, op: string): { flag: FlagName; op: 'add' | 'remove' } {
+  if (!isFlagName(flag) || !API_FLAGS.has(flag)) throw badRequest(`Invalid flag: '${flag}'`);
+  if (NON_EDITABLE_FLAGS.has(flag)) throw badRequest(`Flag not editable: '${flag}'`);
+  if (op !== 'add' && op !== 'remove') throw badRequest(`Invalid message flag operation: '${op}'`);
+  return { flag, op };
+}
+
+/**
+ * Zulip's do_update_message_flags, checking half: which messages change. Messages the user
+ * has no row for count as read+historical; changing another flag on them needs access to
+ * the message (else "Invalid message(s)"), and creates a historical row. Marking channel
+ * messages unread is ignored for channels the user is not subscribed to.
+ */
+export async function checkUpdateMessageFlags(
+  services: Services,
+  realm: Realm,
+  user: User,
+  op: 'add' | 'remove',
+  flag: FlagName,
+  ids: readonly number[],
+): Promise<FlagChange> {
+  const db = services.db.kysely;
+  const bit = FLAG_BITS[flag];
+  const target = op === 'add' ? bit : 0;
+  let wanted = [...new Set(ids)];
+  let ignoredChannels: number[] | null = null;
+  if (flag === 'read' && op === 'remove') {
+    const rows = await fetchMessagesByIds(db, realm.id, wanted);
+    const streamIds = [...new Set(rows.filter((r) => r.type === 'stream').map((r) => r.stream_id ?? 0))];
+    const subscribed = await fetchSubscribedStreamIds(db, user.id, streamIds);
+    const skip = new Set(rows.filter((r) => r.type === 'stream' && !subscribed.has(r.stream_id ?? 0)).map((r) => r.id));
+    ignoredChannels = streamIds.filter((id) => !subscribed.has(id)).sort((a, b) => a - b);
+    wanted = wanted.filter((id) => !skip.has(id));
+  }
+  const current = await fetchUserMessageFlags(db, user.id, wanted);
+  const messages = wanted.filter((id) => ((current.get(id) ?? DEFAULT_HISTORICAL_FLAGS) & bit) !== target);
+  const historical = messages.filter((id) => !current.has(id));
+  if (historical.length) {
+    const accessible = await accessMessages(db, realm, user, historical);
+    if (accessible.length !== historical.length) throw badRequest('Invalid message(s)');
+  }
+  return { op, flag, messages, historical, ignoredChannels };
+}
+
+/** The details `update_message_flags` (read, remove) carries so clients can rebuild unread_msgs. */
+async function unreadMessageDetails(db: Tx, userId: number, ids: readonly number[]): Promise<Record<string, Record<string, unknown>>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  if (ids.length === 0) return out;
+  const rows = await fetchUnreadMessages(db, userId, ids.length, ids);
+  const mutedStreams = await fetchMutedStreamIds(db, userId, [...new Set(rows.filter((r) => r.type === 'stream').map((r) => r.stream_id ?? 0))]);
+  for (const r of rows) {
+    const d: Record<string, unknown> = { type: r.type };
+    if (r.flags & FLAG_BITS.mentioned || r.flags & (FLAG_BITS.stream_wildcard_mentioned | FLAG_BITS.topic_wildcard_mentioned)) d.mentioned = true;
+    if (r.type === 'stream') {
+      d.stream_id = r.stream_id;
+      d.topic = r.topic;
+      d.unmuted_stream_msg = !mutedStreams.has(r.stream_id ?? 0);
+    } else {
+      d.user_ids = dmParticipantIds(r.dm_key).filter((id) => id !== userId);
+    }
+    out[String(r.message_id)] = d;
+  }
+  return out;
+}
+
+/** Applies a checked flag change in one transaction and sends `update_message_flags` to the user. */
+export async function doUpdateMessageFlags(services: Services, realm: Realm, user: User, change: FlagChange): Promise<void> {
+  const bit = FLAG_BITS[change.flag];
+  await transaction(services.db, async (tx, afterCommit) => {
+    const existing = change.messages.filter((id) => !change.historical.includes(id));
+    await updateUserMessageFlag(tx, user.id, existing, bit, change.op);
+    if (change.historical.length) {
+      const flags = change.op === 'add' ? DEFAULT_HISTORICAL_FLAGS | bit : DEFAULT_HISTORICAL_FLAGS & ~bit;
+      await insertHistoricalUserMessages(tx, user.id, change.historical, flags);
+    }
+    const event: ZulipEvent = {
+      type: 'update_message_flags',
+      op: change.op,
+      operation: change.op,
+      flag: change.flag,
+      messages: change.messages,
+      all: false,
+    };
+    if (change.flag === 'read' && change.op === 'remove') event.message_details = await unreadMessageDetails(tx, user.id, change.messages);
+    afterCommit(() => services.events.send(realm.id, event, [user.id]));
+  });
+}
+
+/** Zulip marks everything read in batches of this many, newest first. */
+const MARK_ALL_READ_BATCH = 2000;
+
+/**
+ * Marks all the user's messages read in batches, each its own transaction, within a time
+ * budget. Returns false when the budget ran out first (the client repeats the request); the
+ * `all: true` event goes out only once everything is read, as in Zulip.
+ */
+export async function doMarkAllAsRead(services: Services, realm: Realm, user: User, timeBudgetMs: number): Promise<boolean> {
+  const start = Date.now();
+  for (;;) {
+    if (Date.now() - start >= timeBudgetMs) return false;
+    const n = await transaction(services.db, (tx) => markUnreadBatchRead(tx, user.id, MARK_ALL_READ_BATCH));
+    if (n < MARK_ALL_READ_BATCH) break;
+  }
+  services.events.send(realm.id, { type: 'update_message_flags', op: 'add', operation: 'add', flag: 'read', messages: [], all: true }, [user.id]);
+  return true;
+}
+
+/** Marks the user's unread messages in a channel, or one topic of it, read (legacy endpoints). */
+export async function doMarkStreamMessagesAsRead(services: Services, realm: Realm, user: User, streamId: number, topic?: string): Promise<number> {
+  return transaction(services.db, async (tx, afterCommit) => {
+    const ids = await fetchUnreadIdsInStream(tx, user.id, streamId, topic === undefined ? undefined : topicKey(topic));
+    if (ids.length === 0) return 0;
+    await updateUserMessageFlag(tx, user.id, ids, FLAG_BITS.read, 'add');
+    afterCommit(() =>
+      services.events.send(realm.id, { type: 'update_message_flags', op: 'add', operation: 'add', flag: 'read', messages: ids, all: false }, [user.id]),
+    );
+    return ids.length;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading: topics of a channel, one message, read receipts.
+
+/**
+ * Zulip's get_topic_history_for_stream: each topic once (case-insensitively, spelled as in its
+ * newest message) with its newest message ID, newest first. Channels with protected history
+ * show only topics of messages the caller received.
+ */
+export async function fetchTopicHistory(
+  db: Tx,
+  user: User,
+  stream: Stream,
+  allowEmptyTopicName: boolean,
+  emptyTopicDisplayName: string,
+): Promise<{ name: string; max_id: number }[]> {
+  const rows = await fetchTopicHistoryRows(db, stream.id, stream.history_public_to_subscribers ? null : user.id);
+  rows.sort((a, b) => a.max_id - b.max_id);
+  const canonical = new Map<string, { name: string; max_id: number }>();
+  for (const r of rows) canonical.set(topicKey(r.topic), { name: r.topic, max_id: r.max_id });
+  return [...canonical.values()]
+    .map((t) => ({ name: displayTopic(t.name, allowEmptyTopicName, emptyTopicDisplayName), max_id: t.max_id }))
+    .sort((a, b) => b.max_id - a.max_id);
+}
+
+/**
+ * Zulip's read receipts: who has read the message, excluding its sender, deactivated users,
+ * users who turned off send_read_receipts and users who muted the sender (their copies start read).
+ */
+export async function fetchReadReceipts(db: Tx, message: Message): Promise<number[]> {
+  const [readers, muting] = await Promise.all([fetchReaderIds(db, message.id), fetchMutingUserIds(db, message.sender_id)]);
+  return readers
+    .filter((r) => r.user_id !== message.sender_id && !muting.has(r.user_id) && userSettings(r).send_read_receipts)
+    .map((r) => r.user_id);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deleting.
+
+/**
+ * Deletes messages of one conversation in the caller's transaction and queues the
+ * `delete_message` event (bulk form: `message_ids`; the event system splits it into one event
+ * per message, with `message_id`, for clients without the bulk_message_deletion capability),
+ * plus a channel `update` of `first_message_id` when the channel's oldest message went away.
+ * Preconditions: every message is in `stream` (or, for a direct message, `messages` has one).
+ */
+export async function deleteMessagesInTransaction(
+  services: Services,
+  tx: Tx,
+  afterCommit: (cb: () => void) => void,
+  realm: Realm,
+  messages: readonly Pick<Message, 'id' | 'type' | 'stream_id' | 'topic'>[],
+  stream: Stream | null,
+): Promise<void> {
+  if (messages.length === 0) return;
+  const ids = messages.map((m) => m.id).sort((a, b) => a - b);
+  const sample = messages[0]!;
+  const withRows = await fetchUserIdsWithRows(tx, ids);
+  const event: ZulipEvent = { type: 'delete_message', message_ids: ids, message_type: sample.type };
+  const notify = new Set(withRows);
+  if (stream) {
+    event.stream_id = stream.id;
+    event.topic = sample.topic;
+    for (const r of await fetchChannelRecipients(tx, stream.id)) notify.add(r.user_id);
+  }
+  await deleteMessagesByIds(tx, ids);
+  afterCommit(() => services.events.send(realm.id, event, [...notify].sort((a, b) => a - b)));
+  if (stream) {
+    const current = (await fetchStreamAccessRows(tx, [stream.id])).get(stream.id)?.first_message_id ?? null;
+    if (current !== null && ids.includes(current)) {
+      const next = await fetchFirstMessageId(tx, stream.id);
+      await updateStreamFirstMessageId(tx, stream.id, next);
+      const [users, subscribers, m] = await Promise.all([
+        fetchActiveUserRoles(tx, realm.id),
+        fetchChannelRecipients(tx, stream.id),
+        loadGroupMembership(tx, realm.id),
+      ]);
+      const audience = metadataAccessUserIds(stream, users, new Set(subscribers.map((s) => s.user_id)), m);
+      const update: ZulipEvent = { type: 'stream', op: 'update', stream_id: stream.id, name: stream.name, property: 'first_message_id', value: next };
+      afterCommit(() => services.events.send(realm.id, update, [...audience].sort((a, b) => a - b)));
+    }
+  }
+}
+
+export interface DeleteTopicOptions {
+  batchSize: number;
+  timeBudgetMs: number;
+}
+
+/** Zulip's RETENTION_STREAM_MESSAGE_BATCH_SIZE and its 50-second request budget. */
+export const DELETE_TOPIC_DEFAULTS: DeleteTopicOptions = { batchSize: 100, timeBudgetMs: 50_000 };
+
+/**
+ * Zulip's delete_in_topic: deletes the topic's messages the administrator may see, newest
+ * first, one transaction per batch, until none are left or the time budget is spent (then
+ * returns false and a repeated request continues). Once the topic is empty, everyone's
+ * visibility policy for it is cleared (in channels with protected history, only for users who
+ * no longer have any message of it). Preconditions: the caller is an administrator with
+ * access to the channel; `topic` is already read ("" for the empty topic).
+ */
+export async function doDeleteTopic(
+  services: Services,
+  realm: Realm,
+  user: User,
+  stream: Stream,
+  topic: string,
+  opts: DeleteTopicOptions = DELETE_TOPIC_DEFAULTS,
+): Promise<boolean> {
+  const key = topicKey(topic);
+  const onlyUser = stream.history_public_to_subscribers ? null : user.id;
+  const start = Date.now();
+  for (;;) {
+    const n = await transaction(services.db, async (tx, afterCommit) => {
+      const ids = await fetchTopicMessageIdsNewestFirst(tx, stream.id, key, opts.batchSize, onlyUser);
+      const messages = ids.map((id) => ({ id, type: 'stream', stream_id: stream.id, topic }));
+      const rows = await fetchMessagesByIds(tx, realm.id, ids.slice(0, 1));
+      if (rows[0]) for (const m of messages) m.topic = rows[0].topic;
+      await deleteMessagesInTransaction(services, tx, afterCommit, realm, messages, stream);
+      return ids.length;
+    });
+    if (n < opts.batchSize) break;
+    if (Date.now() - start >= opts.timeBudgetMs) return false;
+  }
+  await transaction(services.db, async (tx, afterCommit) => {
+    let users = await fetchUserIdsWithTopicPolicy(tx, stream.id, key);
+    if (!stream.history_public_to_subscribers) {
+      const still = await fetchUsersWithMessagesInTopic(tx, users, stream.id, key);
+      users = users.filter((id) => !still.has(id));
+    }
+    await setUserTopicPolicies(services, tx, afterCommit, { realmId: realm.id, streamId: stream.id, topic }, users, VISIBILITY_INHERIT);
+  });
+  return true;
+}
