@@ -4,6 +4,7 @@ import { forEachDatabase } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { assertConforms } from '../helpers/openapi.js';
 import { ZULIP_FEATURE_LEVEL } from '../../src/version.js';
+import { insertStreamIfAbsent } from '../../src/db/repos/streams.js';
 
 forEachDatabase('server settings and fetch_api_key', (server) => {
   test('GET /server_settings answers without and with credentials', async () => {
@@ -22,6 +23,45 @@ forEachDatabase('server settings and fetch_api_key', (server) => {
       assert.equal(body.authentication_methods.ldap, false);
       assertConforms(res, 'GET', '/server_settings');
     }
+  });
+
+  test('GET /server_settings: every documented key, realm description as HTML', async () => {
+    const s = server();
+    const res = await s.anonymous.get('/server_settings');
+    const body = ok(res);
+    assertConforms(res, 'GET', '/server_settings');
+    for (const key of [
+      'authentication_methods', 'external_authentication_methods', 'zulip_feature_level', 'zulip_version', 'zulip_merge_base',
+      'push_notifications_enabled', 'is_incompatible', 'email_auth_enabled', 'require_email_format_usernames', 'realm_uri',
+      'realm_url', 'realm_name', 'realm_icon', 'realm_description', 'realm_web_public_access_enabled',
+    ]) {
+      assert.ok(key in body, key);
+    }
+    assert.equal(body.push_notifications_enabled, false);
+    assert.equal(body.is_incompatible, false);
+    assert.equal(body.realm_name, s.realm.name);
+    assert.match(body.realm_icon, /^http:\/\/localhost:\d+\//);
+    ok(await s.cast.admin.client.patch('/realm', { description: 'Fish & <chips>' }));
+    assert.equal(ok(await s.anonymous.get('/server_settings')).realm_description, '<p>Fish &amp; &lt;chips&gt;</p>');
+  });
+
+  test('realm_web_public_access_enabled needs spectator access and a web-public channel', async () => {
+    const s = server();
+    assert.equal(ok(await s.anonymous.get('/server_settings')).realm_web_public_access_enabled, false);
+    ok(await s.cast.admin.client.patch('/realm', { enable_spectator_access: true }));
+    assert.equal(ok(await s.anonymous.get('/server_settings')).realm_web_public_access_enabled, false);
+    await insertStreamIfAbsent(s.app.services.db.kysely, {
+      realm_id: s.realm.id,
+      name: 'town square',
+      name_lc: 'town square',
+      is_web_public: 1,
+      date_created: Math.floor(Date.now() / 1000),
+    });
+    const res = await s.anonymous.get('/server_settings');
+    assert.equal(ok(res).realm_web_public_access_enabled, true);
+    assertConforms(res, 'GET', '/server_settings');
+    ok(await s.cast.admin.client.patch('/realm', { enable_spectator_access: false }));
+    assert.equal(ok(await s.anonymous.get('/server_settings')).realm_web_public_access_enabled, false);
   });
 
   test('POST /fetch_api_key returns the key, email and user_id', async () => {

@@ -38,3 +38,16 @@ export async function fetchLinkifiers(db: Tx, realmId: number): Promise<{ id: nu
     .orderBy('id')
     .execute();
 }
+
+/** Whether the realm has an active web-public channel (for realm_web_public_access_enabled). */
+export async function hasWebPublicStreams(db: Tx, realmId: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('streams')
+    .select('id')
+    .where('realm_id', '=', realmId)
+    .where('is_web_public', '=', 1)
+    .where('deactivated', '=', 0)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -37,6 +37,7 @@ export const fetchSettingsState: StateFetcher = async ({ services, realm, user, 
         user,
         systemGroupNames: new Map(systemGroups.map((g) => [g.id, g.name])),
         inactiveUserIds: new Set(inactive),
+        pushConfigured: services.push !== undefined,
       }),
     );
   }

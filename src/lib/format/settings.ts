@@ -31,12 +31,10 @@ import {
   MAX_TOPIC_LENGTH,
 } from '../../version.js';
 
-/** Server-level protocol parameters Zulip reports with the realm state (Zulip's defaults). */
-export const SERVER_PRESENCE_PING_INTERVAL_SECONDS = 60;
-export const SERVER_PRESENCE_OFFLINE_THRESHOLD_SECONDS = 140;
-export const SERVER_TYPING_STARTED_EXPIRY_PERIOD_MILLISECONDS = 45000;
-export const SERVER_TYPING_STOPPED_WAIT_PERIOD_MILLISECONDS = 5000;
-export const SERVER_TYPING_STARTED_WAIT_PERIOD_MILLISECONDS = 10000;
+/**
+ * Server-level parameters Zulip reports with the realm state (Zulip's defaults). The presence
+ * and typing intervals and server_emoji_data_url come from the presence area's fetcher.
+ */
 export const EVENT_QUEUE_LONGPOLL_TIMEOUT_SECONDS = 90;
 export const MAX_AVATAR_FILE_SIZE_MIB = 5;
 export const MAX_ICON_FILE_SIZE_MIB = 5;
@@ -50,10 +48,6 @@ export const MAX_REMINDER_NOTE_LENGTH = 1000;
 export const MAX_BULK_NEW_SUBSCRIPTION_MESSAGES = 100;
 /** When this process started: Zulip's server_generation. */
 export const SERVER_GENERATION = Math.floor(Date.now() / 1000);
-
-/** Where clients fetch the emoji name data (served without authentication). */
-export const emojiDataUrl = (config: Config, realm: Pick<Realm, 'string_id'>): string =>
-  `${realmUrl(config, realm)}/static/generated/emoji/emoji_api.json`;
 
 export const REPORT_MESSAGE_REASONS: Record<string, string> = {
   spam: 'Spam',
@@ -129,6 +123,8 @@ export interface RealmStateContext {
   user: User | null;
   systemGroupNames: ReadonlyMap<number, string>;
   inactiveUserIds: ReadonlySet<number>;
+  /** Whether this server can deliver mobile push notifications (services.push is set). */
+  pushConfigured: boolean;
 }
 
 /** Every key of POST /register's `realm` fetch type, names and types as zulip.yaml documents them. */
@@ -174,6 +170,7 @@ export function formatRealmState(ctx: RealmStateContext): Record<string, unknown
   state.realm_password_auth_enabled = true;
   state.realm_digest_emails_enabled = s.digest_emails_enabled && config.smtpUrl !== null;
   state.settings_send_digest_emails = config.smtpUrl !== null;
+  state.realm_push_notifications_enabled = s.push_notifications_enabled || ctx.pushConfigured;
   state.realm_push_notifications_enabled_end_timestamp = null;
   state.realm_upload_quota_mib = null;
   state.realm_icon_url = realmIconUrl(config, realm);
@@ -215,15 +212,9 @@ export function formatRealmState(ctx: RealmStateContext): Record<string, unknown
   state.server_name_changes_disabled = false;
   state.server_needs_upgrade = false;
   state.server_web_public_streams_enabled = true;
-  state.server_emoji_data_url = emojiDataUrl(config, realm);
   state.server_jitsi_server_url = config.jitsiServerUrl;
   state.jitsi_server_url = s.jitsi_server_url ?? config.jitsiServerUrl;
   state.server_can_summarize_topics = false;
-  state.server_presence_ping_interval_seconds = SERVER_PRESENCE_PING_INTERVAL_SECONDS;
-  state.server_presence_offline_threshold_seconds = SERVER_PRESENCE_OFFLINE_THRESHOLD_SECONDS;
-  state.server_typing_started_expiry_period_milliseconds = SERVER_TYPING_STARTED_EXPIRY_PERIOD_MILLISECONDS;
-  state.server_typing_stopped_wait_period_milliseconds = SERVER_TYPING_STOPPED_WAIT_PERIOD_MILLISECONDS;
-  state.server_typing_started_wait_period_milliseconds = SERVER_TYPING_STARTED_WAIT_PERIOD_MILLISECONDS;
   state.server_min_deactivated_realm_deletion_days = null;
   state.server_max_deactivated_realm_deletion_days = null;
   state.server_report_message_types = Object.entries(REPORT_MESSAGE_REASONS).map(([key, name]) => ({ key, name }));

@@ -4,6 +4,8 @@ import { endpoint } from '../endpoint.js';
 import { ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '../../version.js';
 import { realmUrl, realmIconUrl } from '../../lib/urls.js';
 import { renderRealmDescription } from '../../lib/format/settings.js';
+import { realmSettings } from '../../lib/realm_settings.js';
+import { hasWebPublicStreams } from '../../db/repos/settings.js';
 
 export function registerServerRoutes(app: FastifyInstance, services: Services): void {
   // Unauthenticated; python's client sends Basic auth here too, which is simply not checked.
@@ -14,6 +16,8 @@ export function registerServerRoutes(app: FastifyInstance, services: Services): 
     params: {},
     handler: async ({ realm }) => {
       const url = realmUrl(services.config, realm);
+      // Zulip's allow_web_public_streams_access: spectator access on and a web-public channel to see.
+      const webPublic = realmSettings(realm).enable_spectator_access && (await hasWebPublicStreams(services.db.kysely, realm.id));
       return {
         authentication_methods: {
           password: true,
@@ -33,7 +37,7 @@ export function registerServerRoutes(app: FastifyInstance, services: Services): 
         zulip_feature_level: ZULIP_FEATURE_LEVEL,
         zulip_version: ZULIP_VERSION,
         zulip_merge_base: ZULIP_MERGE_BASE,
-        push_notifications_enabled: false,
+        push_notifications_enabled: services.push !== undefined,
         is_incompatible: false,
         email_auth_enabled: true,
         require_email_format_usernames: true,
@@ -42,7 +46,7 @@ export function registerServerRoutes(app: FastifyInstance, services: Services): 
         realm_name: realm.name,
         realm_icon: realmIconUrl(services.config, realm),
         realm_description: renderRealmDescription(realm.description),
-        realm_web_public_access_enabled: false,
+        realm_web_public_access_enabled: webPublic,
       };
     },
   });
