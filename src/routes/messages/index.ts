@@ -30,12 +30,18 @@ import { MAX_TOPIC_LENGTH } from '../../version.js';
 import { endpoint } from '../endpoint.js';
 import { p, zInt } from '../params.js';
 import { registerMessageFetchRoutes } from './fetch.js';
+import { parseAnchor } from '../../lib/narrow/anchor.js';
+import { fetchMessagesForNarrow } from '../../lib/narrow/fetch.js';
+import { decodeNarrowParam } from '../../lib/narrow/terms.js';
 import { z } from 'zod';
 
 const MESSAGE_TYPES: Record<string, 'stream' | 'private'> = { stream: 'stream', channel: 'stream', private: 'private', direct: 'private' };
 
 /** Zulip's check_capped_string for topics in per-topic preferences. */
 const cappedTopic = () => p.str(z.string().max(MAX_TOPIC_LENGTH));
+
+/** Zulip's MAX_MESSAGES_PER_UPDATE for POST /messages/flags/narrow. */
+const MAX_MESSAGES_PER_UPDATE = 5000;
 
 /** Zulip gives mark-all-as-read 50 seconds before answering complete: false. */
 const MARK_ALL_AS_READ_BUDGET_MS = 50_000;
@@ -150,6 +156,53 @@ export function registerMessageRoutes(app: FastifyInstance, services: Services):
 
   endpoint(app, services, {
     method: 'POST',
+    path: '/messages/flags/narrow',
+    params: {
+      anchor: p.str(),
+      include_anchor: p.bool().default(true),
+      num_before: p.int(zInt.min(0)),
+      num_after: p.int(zInt.min(0)),
+      narrow: p.custom((raw, name) => (raw.trim() === 'null' ? [] : decodeNarrowParam(raw, name))),
+      op: p.str(),
+      flag: p.str(),
+    },
+    handler: async ({ params, realm, user }) => {
+      const anchor = parseAnchor(params.anchor, false, undefined);
+      if (params.num_before > 0 && params.num_after > 0 && !params.include_anchor) {
+        throw badRequest('The anchor can only be excluded at an end of the range');
+      }
+      // Zulip clamps the range to MAX_MESSAGES_PER_UPDATE (5000) messages.
+      const numBefore = Math.min(params.num_before, Math.max(MAX_MESSAGES_PER_UPDATE - params.num_after, MAX_MESSAGES_PER_UPDATE / 2));
+      const numAfter = Math.min(params.num_after, MAX_MESSAGES_PER_UPDATE - numBefore);
+      const range = await fetchMessagesForNarrow(services.db, realm, realmUrl(services.config, realm), user, {
+        narrow: params.narrow,
+        anchor,
+        messageIds: null,
+        includeAnchor: params.include_anchor,
+        numBefore,
+        numAfter,
+        applyMarkdown: false,
+        clientGravatar: true,
+        allowEmptyTopicName: true,
+      });
+      const ids = range.messages.map((m) => m.id);
+      const { flag, op } = checkFlagName(params.flag, params.op);
+      const change = await checkUpdateMessageFlags(services, realm, user, op, flag, ids);
+      await doUpdateMessageFlags(services, realm, user, change);
+      return {
+        processed_count: ids.length,
+        updated_count: change.messages.length,
+        first_processed_id: ids[0] ?? null,
+        last_processed_id: ids[ids.length - 1] ?? null,
+        found_oldest: range.found_oldest,
+        found_newest: range.found_newest,
+        ...(change.ignoredChannels !== null ? { ignored_because_not_subscribed_channels: change.ignoredChannels } : {}),
+      };
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
     path: '/mark_all_as_read',
     params: {},
     handler: async ({ realm, user }) => ({ complete: await doMarkAllAsRead(services, realm, user, MARK_ALL_AS_READ_BUDGET_MS) }),
@@ -172,6 +225,11 @@ export function registerMessageRoutes(app: FastifyInstance, services: Services):
     handler: async ({ params, realm, user }) => {
       const db = services.db.kysely;
       const { stream } = await accessStreamById(new ChannelCaller(db, realm, user), params.stream_id);
+      // As in Zulip, an empty topic_name marks the whole channel read (the legacy meaning).
+      if (params.topic_name === '') {
+        await doMarkStreamMessagesAsRead(services, realm, user, stream.id);
+        return;
+      }
       const topic = mapEmptyTopicAliases(params.topic_name, realmSettings(realm).empty_topic_display_name);
       if (!(await userHasMessageInTopic(db, user.id, stream.id, topicKey(topic)))) throw badRequest(`No such topic '${params.topic_name}'`);
       await doMarkStreamMessagesAsRead(services, realm, user, stream.id, topic);
