@@ -369,7 +369,7 @@ forEachDatabase('subscriptions', (server) => {
     assert.equal(sub2.is_muted, false);
     assert.equal(sub2.audible_notifications, true);
 
-    const bad = (data: unknown) => hamlet.client.post('/users/me/subscriptions/properties', { subscription_data: data });
+    const bad = (data: object) => hamlet.client.post('/users/me/subscriptions/properties', { subscription_data: data });
     err(await bad([{ stream_id: id, property: 'color', value: 'red' }]), 400, 'BAD_REQUEST', 'color is not a valid hex color code');
     err(await bad([{ stream_id: id, property: 'is_muted', value: 'yes' }]), 400, 'BAD_REQUEST', 'is_muted is not a boolean');
     err(await bad([{ stream_id: id, property: 'nonsense', value: true }]), 400, 'BAD_REQUEST', 'Unknown subscription property: nonsense');
