@@ -176,6 +176,23 @@ forEachDatabase('PATCH /realm', (server) => {
     ok(await admin.patch('/realm', { can_add_subscribers_group: { new: g['role:members'] } }));
   });
 
+  test('deactivated groups cannot be used in realm settings', async () => {
+    const s = server();
+    const admin = s.cast.admin.client;
+    const created = ok(await admin.post('/user_groups/create', { name: 'gravediggers', description: 'Digging', members: [s.cast.hamlet.user.id] }));
+    const groupId = created.group_id as number;
+    ok(await admin.patch('/realm', { can_add_custom_emoji_group: { new: groupId } }));
+    assert.equal((await currentSettings(s)).can_add_custom_emoji_group, groupId);
+    const g = await groupIds(s);
+    ok(await admin.patch('/realm', { can_add_custom_emoji_group: { new: g['role:members'] } }));
+    ok(await admin.post(`/user_groups/${groupId}/deactivate`));
+    err(await admin.patch('/realm', { can_add_custom_emoji_group: { new: groupId } }), 400, 'BAD_REQUEST', 'User group is deactivated.');
+    err(
+      await admin.patch('/realm', { can_add_custom_emoji_group: { new: { direct_members: [], direct_subgroups: [groupId, g['role:moderators']] } } }),
+      400, 'BAD_REQUEST', 'User group is deactivated.',
+    );
+  });
+
   test('the legacy wildcard_mention_policy sets can_mention_many_users_group', async () => {
     const s = server();
     const g = await groupIds(s);

@@ -71,7 +71,6 @@ const OWNER_ONLY = new Set<string>([
   'disallow_disposable_email_addresses',
   'waiting_period_threshold',
   'message_retention_days',
-  'authentication_methods',
 ]);
 
 const BOOLEAN_PROPERTIES = [
