@@ -1,20 +1,27 @@
+import { fetchUserDrafts } from '../../db/repos/drafts.js';
 import { fetchUserNavigationViews } from '../../db/repos/navigation_views.js';
 import { fetchRealmDomains } from '../../db/repos/realm_domains.js';
 import { fetchRealmPlaygrounds } from '../../db/repos/realm_playgrounds.js';
 import { fetchUserSavedSnippets } from '../../db/repos/saved_snippets.js';
+import { formatDraft } from '../../lib/format/drafts.js';
 import { formatNavigationView } from '../../lib/format/navigation_views.js';
 import { formatRealmDomain } from '../../lib/format/realm_domains.js';
 import { formatRealmPlayground } from '../../lib/format/realm_playgrounds.js';
 import { formatSavedSnippet } from '../../lib/format/saved_snippets.js';
+import { userSettings } from '../../lib/user_settings.js';
 import type { StateFetcher } from './types.js';
 
 /**
  * POST /register keys for the fetch types drafts, navigation_views, saved_snippets,
- * realm_playgrounds and realm_domains.
+ * realm_playgrounds and realm_domains. `drafts` is empty while the user has draft
+ * synchronization turned off, as in Zulip.
  */
 export const fetchOrgState: StateFetcher = async ({ services, realm, user, want }) => {
   const db = services.db.kysely;
   const state: Record<string, unknown> = {};
+  if (want('drafts')) {
+    state.drafts = userSettings(user).enable_drafts_synchronization ? (await fetchUserDrafts(db, user.id)).map(formatDraft) : [];
+  }
   if (want('navigation_views')) state.navigation_views = (await fetchUserNavigationViews(db, user.id)).map(formatNavigationView);
   if (want('saved_snippets')) state.saved_snippets = (await fetchUserSavedSnippets(db, user.id)).map(formatSavedSnippet);
   if (want('realm_playgrounds')) state.realm_playgrounds = (await fetchRealmPlaygrounds(db, realm.id)).map(formatRealmPlayground);

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.js';
+import { registerDraftRoutes } from './drafts.js';
 import { registerNavigationViewRoutes } from './navigation_views.js';
 import { registerSavedSnippetRoutes } from './saved_snippets.js';
 import { registerPlaygroundRoutes } from './playgrounds.js';
@@ -8,6 +9,7 @@ import { registerPushRoutes } from './push.js';
 
 /** Per-user and per-organization features: drafts, views, snippets, playgrounds, domains, push tokens. */
 export function registerOrgRoutes(app: FastifyInstance, services: Services): void {
+  registerDraftRoutes(app, services);
   registerNavigationViewRoutes(app, services);
   registerSavedSnippetRoutes(app, services);
   registerPlaygroundRoutes(app, services);
