@@ -1,10 +1,8 @@
 import type { User } from '../../db/tables.js';
 import { adminRequired, badRequest, ownerRequired } from '../../errors.js';
 import { isAdmin, isOwner } from '../../lib/roles.js';
+import { codePointLength } from '../../lib/topics.js';
 import { p, type Param } from '../params.js';
-
-/** Python's len(): Zulip's limits count code points, not UTF-16 units. */
-export const codePointLength = (s: string): number => [...s].length;
 
 /**
  * A raw string parameter stripped of surrounding whitespace and then required to be

@@ -4,7 +4,8 @@ import { badRequest } from '../../errors.js';
 import { endpoint } from '../endpoint.js';
 import { p } from '../params.js';
 import { accessRealmPlayground, checkAddRealmPlayground, doAddRealmPlayground, doRemoveRealmPlayground } from '../../actions/realm_playgrounds.js';
-import { codePointLength, requireAdministrator } from './params.js';
+import { codePointLength } from '../../lib/topics.js';
+import { requireAdministrator } from './params.js';
 
 /** Zulip's RealmPlayground.MAX_PYGMENTS_LANGUAGE_LENGTH. */
 const MAX_PYGMENTS_LANGUAGE_LENGTH = 40;
