@@ -1,6 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Realm, User } from '../../db/tables.js';
-import { normalizeGroupSettingValue, type GroupSettingValue } from '../group_settings.js';
+import { normalizeGroupSettingValue, USER_GROUP_PERMISSION_CONFIG, type GroupPermissionConfig, type GroupSettingValue } from '../group_settings.js';
+import { CHANNEL_PERMISSION_CONFIG } from '../access/streams.js';
 import {
   availableVideoChatProviders,
   DEFAULT_EXTERNAL_ACCOUNTS,
@@ -60,23 +61,23 @@ export const REPORT_MESSAGE_REASONS: Record<string, string> = {
 /** The authentication backends this server supports (Zulip's backend names), and whether enabled. */
 export const AUTHENTICATION_METHODS: Record<string, boolean> = { Email: true };
 
-/** Zulip's server_supported_permission_settings.realm entries for our configuration table. */
-export function realmPermissionSettingsMetadata(): Record<string, Record<string, unknown>> {
+const SYSTEM_GROUP_NAMES = ['role:internet', 'role:everyone', 'role:members', 'role:fullmembers', 'role:moderators', 'role:administrators', 'role:owners', 'role:nobody'];
+
+/** One permission table as Zulip's server_supported_permission_settings describes it. */
+function permissionSettingsMetadata(table: Record<string, GroupPermissionConfig>): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
-  for (const name of REALM_GROUP_SETTING_NAMES) {
-    const c = REALM_GROUP_SETTING_CONFIG[name];
+  for (const [name, c] of Object.entries(table)) {
+    const creatorDefault = !c.defaultGroupName.startsWith('role:');
     const entry: Record<string, unknown> = {
       require_system_group: c.requireSystemGroup,
       allow_internet_group: c.allowInternetGroup,
       allow_nobody_group: c.allowNobodyGroup,
       allow_everyone_group: c.allowEveryoneGroup,
       default_group_name: c.defaultGroupName,
-      default_for_system_groups: null,
+      // Settings defaulting to the creator fall back to nobody for system-created objects.
+      default_for_system_groups: creatorDefault ? 'role:nobody' : null,
     };
-    if (c.forbiddenSystemGroups) {
-      const allowed = ['role:internet', 'role:everyone', 'role:members', 'role:fullmembers', 'role:moderators', 'role:administrators', 'role:owners', 'role:nobody'];
-      entry.allowed_system_groups = allowed.filter((g) => !c.forbiddenSystemGroups!.includes(g));
-    }
+    if (c.forbiddenSystemGroups) entry.allowed_system_groups = SYSTEM_GROUP_NAMES.filter((g) => !c.forbiddenSystemGroups!.includes(g));
     out[name] = entry;
   }
   return out;
@@ -218,7 +219,11 @@ export function formatRealmState(ctx: RealmStateContext): Record<string, unknown
   state.server_min_deactivated_realm_deletion_days = null;
   state.server_max_deactivated_realm_deletion_days = null;
   state.server_report_message_types = Object.entries(REPORT_MESSAGE_REASONS).map(([key, name]) => ({ key, name }));
-  state.server_supported_permission_settings = { realm: realmPermissionSettingsMetadata(), stream: {}, group: {} };
+  state.server_supported_permission_settings = {
+    realm: permissionSettingsMetadata(REALM_GROUP_SETTING_CONFIG),
+    stream: permissionSettingsMetadata(CHANNEL_PERMISSION_CONFIG),
+    group: permissionSettingsMetadata(USER_GROUP_PERMISSION_CONFIG),
+  };
   state.event_queue_longpoll_timeout_seconds = EVENT_QUEUE_LONGPOLL_TIMEOUT_SECONDS;
   state.gif_rating_policy_options = GIF_RATING_OPTIONS;
   return state;
