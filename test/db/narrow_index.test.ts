@@ -1,0 +1,194 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type CompiledQuery } from 'kysely';
+import { migrate, openDatabase, type Database } from '../../src/db/index.js';
+import type { DB } from '../../src/db/tables.js';
+import { fetchMatchingMessages, fetchNarrowRange, findFirstUnread, type NarrowReader } from '../../src/db/repos/narrow.js';
+import { firstUnreadMuting, resolveNarrow } from '../../src/lib/narrow/resolve.js';
+import { parseNarrow } from '../../src/lib/narrow/terms.js';
+import { ROLE_MEMBER } from '../../src/lib/roles.js';
+import { freshDatabaseUrl, testDatabases, type DbKind } from '../helpers/server.js';
+import { buildCorpus, type Corpus } from './narrow_index_corpus.js';
+
+/**
+ * The narrow queries GET /messages runs must be index range scans, never full scans of
+ * messages or user_messages: a corpus of 14,000 messages, the real query text captured
+ * from the repository functions, and each database's own plan for it.
+ */
+const NEWEST = { anchor: 10_000_000_000_000_000, numBefore: 100, numAfter: 0, includeAnchor: true, anchoredToLeft: false, anchoredToRight: true };
+
+for (const kind of testDatabases()) {
+  describe(`narrow query plans [${kind}]`, () => {
+    let drop: () => Promise<void>;
+    let db: Database;
+    let spy: Kysely<DB>;
+    let corpus: Corpus;
+    let plan: (q: CompiledQuery) => Promise<string[]>;
+    const captured: CompiledQuery[] = [];
+
+    before(async () => {
+      const fresh = await freshDatabaseUrl(kind as DbKind);
+      drop = fresh.drop;
+      db = openDatabase(fresh.url);
+      await migrate(db);
+      corpus = await buildCorpus(db.kysely);
+      const log = (e: { level: string; query: CompiledQuery }): void => {
+        if (e.level === 'query') captured.push(e.query);
+      };
+      if (kind === 'sqlite') {
+        // A second connection to the same file, logging the SQL the repository functions run.
+        const file = fresh.url.slice('sqlite:'.length);
+        const conn = new SQLite(file);
+        spy = new Kysely<DB>({ dialect: new SqliteDialect({ database: conn }), log });
+        plan = async (q) => conn.prepare(`EXPLAIN QUERY PLAN ${q.sql}`).all(...(q.parameters as unknown[])).map((r) => (r as { detail: string }).detail);
+      } else {
+        // As autovacuum would have by now on a real server.
+        await sql`ANALYZE`.execute(db.kysely);
+        const pool = new pg.Pool({ connectionString: fresh.url, max: 2 });
+        spy = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
+        plan = async (q) => (await pool.query(`EXPLAIN ${q.sql}`, q.parameters as unknown[])).rows.map((r: Record<string, string>) => r['QUERY PLAN']!);
+      }
+    });
+
+    after(async () => {
+      await spy?.destroy();
+      await db?.close();
+      await drop?.();
+    });
+
+    const reader = (): NarrowReader => ({ userId: corpus.readerId, dialect: db.dialect });
+    const resolve = (narrow: unknown) =>
+      resolveNarrow(db.kysely, { id: corpus.realmId, settings: '{}' }, { id: corpus.readerId, role: ROLE_MEMBER, realm_id: corpus.realmId }, parseNarrow(narrow));
+
+    /** Runs `fn`, returning the plans of the queries it ran and how many rows the last returned. */
+    async function plansOf(fn: () => Promise<unknown[] | number | null>): Promise<{ plans: string[][]; rows: number }> {
+      captured.length = 0;
+      const out = await fn();
+      const plans: string[][] = [];
+      for (const q of captured) plans.push(await plan(q));
+      return { plans, rows: Array.isArray(out) ? out.length : out === null ? 0 : 1 };
+    }
+
+    function assertNoFullScan(plans: string[][]): void {
+      for (const p of plans) {
+        const text = p.join('\n');
+        if (kind === 'sqlite') {
+          assert.doesNotMatch(text, /^SCAN (m|um)\b/m, text);
+        } else {
+          assert.doesNotMatch(text, /Seq Scan on (messages|user_messages)\b/, text);
+        }
+      }
+    }
+
+    async function checkNewest(narrow: unknown, expect: { sqlite: RegExp; postgres: RegExp; minRows: number; ordered?: boolean }): Promise<void> {
+      const resolved = await resolve(narrow);
+      const { plans, rows } = await plansOf(() => fetchNarrowRange(spy, reader(), resolved, NEWEST));
+      assert.ok(rows >= expect.minRows, `expected at least ${expect.minRows} rows, got ${rows}`);
+      assert.equal(plans.length, 1);
+      assertNoFullScan(plans);
+      const text = plans[0]!.join('\n');
+      assert.match(text, kind === 'sqlite' ? expect.sqlite : expect.postgres, text);
+      // Rows come straight off the index in order: no sort step.
+      if (kind === 'sqlite' && expect.ordered !== false) assert.doesNotMatch(text, /TEMP B-TREE/, text);
+    }
+
+    test('the corpus is large enough', () => {
+      assert.ok(corpus.messageCount >= 10_000);
+    });
+
+    test('channel + topic: one range scan of (stream_id, topic_lc, id)', async () => {
+      const topic = await db.kysely.selectFrom('messages').select('topic').where('stream_id', '=', corpus.streamIds[2]!).limit(1).executeTakeFirstOrThrow();
+      await checkNewest([['channel', `channel 2`], ['topic', topic.topic]], {
+        sqlite: /^SEARCH m USING INDEX messages_stream_topic \(stream_id=\? AND topic_lc=\?\)$/m,
+        postgres: /messages_stream_topic\b/,
+        minRows: 1,
+      });
+    });
+
+    test('channel: the (stream_id, id) index', async () => {
+      await checkNewest([{ operator: 'channel', operand: corpus.streamIds[0] }], {
+        sqlite: /^SEARCH m USING INDEX messages_stream \(stream_id=\?\)$/m,
+        postgres: /messages_stream\b/,
+        minRows: 50,
+      });
+      // A busy channel: PostgreSQL may walk the primary key backwards instead, which stops after 100 rows.
+      await checkNewest([{ operator: 'channel', operand: corpus.streamIds[2] }], {
+        sqlite: /^SEARCH m USING INDEX messages_stream \(stream_id=\?\)$/m,
+        postgres: /Index Scan (Backward )?using (messages_stream|messages_pkey)/,
+        minRows: 100,
+      });
+    });
+
+    test('dm: the (dm_key, id) index', async () => {
+      await checkNewest([{ operator: 'dm', operand: [corpus.otherId] }], {
+        sqlite: /^SEARCH m USING INDEX messages_dm \(dm_key=\?\)$/m,
+        postgres: /messages_dm\b/,
+        minRows: 50,
+      });
+    });
+
+    test('sender: the (sender_id, id) index', async () => {
+      await checkNewest([{ operator: 'sender', operand: corpus.quietSenderId }], {
+        sqlite: /^SEARCH m USING INDEX messages_sender \(sender_id=\?\)$/m,
+        postgres: /messages_sender\b/,
+        minRows: 1,
+      });
+      // A prolific sender: PostgreSQL may walk the primary key backwards instead, stopping after 100 rows.
+      await checkNewest([{ operator: 'sender', operand: corpus.otherId }], {
+        sqlite: /^SEARCH m USING INDEX messages_sender \(sender_id=\?\)$/m,
+        postgres: /Index Scan (Backward )?using (messages_sender|messages_pkey)|messages_sender/,
+        minRows: 1,
+      });
+    });
+
+    test('is:starred, is:unread, is:mentioned, is:dm: partial indexes on the reader rows', async () => {
+      for (const [operand, index] of [['starred', 'user_messages_starred'], ['unread', 'user_messages_unread'], ['mentioned', 'user_messages_mentioned'], ['dm', 'user_messages_private']]) {
+        await checkNewest([['is', operand!]], {
+          sqlite: new RegExp(`^SEARCH um USING INDEX ${index} \\(user_id=\\?\\)$`, 'm'),
+          postgres: new RegExp(`${index}\\b`),
+          minRows: 1,
+        });
+      }
+    });
+
+    test('no narrow: the reader rows by primary key', async () => {
+      await checkNewest([], {
+        sqlite: /^SEARCH um USING (INDEX sqlite_autoindex_user_messages_1|PRIMARY KEY) \(user_id=\?\)$/m,
+        postgres: /user_messages_pk\b/,
+        minRows: 100,
+      });
+    });
+
+    test('search: the full-text index', async () => {
+      await checkNewest([['search', 'alpha bravo']], {
+        sqlite: /SCAN messages_fts VIRTUAL TABLE/,
+        postgres: /messages_search\b/,
+        minRows: 0,
+        ordered: false,
+      });
+      await checkNewest([['channel', 'channel 2'], ['search', 'alpha']], {
+        sqlite: /SCAN messages_fts VIRTUAL TABLE/,
+        postgres: /messages_(search|stream|pkey)\b/,
+        minRows: 1,
+        ordered: false,
+      });
+    });
+
+    test('first_unread and matches_narrow stay on indexes', async () => {
+      const resolved = await resolve([['channel', 'channel 2']]);
+      const first = await plansOf(() => findFirstUnread(spy, reader(), resolved, firstUnreadMuting(resolved)));
+      assert.equal(first.rows, 1);
+      assertNoFullScan(first.plans);
+      if (kind === 'sqlite') assert.match(first.plans[0]!.join('\n'), /user_messages_unread|messages_stream/);
+      const all = await resolve([]);
+      const home = await plansOf(() => findFirstUnread(spy, reader(), all, firstUnreadMuting(all)));
+      assertNoFullScan(home.plans);
+      const ids = (await db.kysely.selectFrom('user_messages').select('message_id').where('user_id', '=', corpus.readerId).limit(50).execute()).map((r) => r.message_id);
+      const matched = await plansOf(() => fetchMatchingMessages(spy, reader(), all, ids));
+      assert.equal(matched.rows, 50);
+      assertNoFullScan(matched.plans);
+    });
+  });
+}
