@@ -1,6 +1,7 @@
 import { transaction, type Tx } from '../db/index.js';
-import type { Realm } from '../db/tables.js';
+import type { Realm, User } from '../db/tables.js';
 import {
+  countRealmDomains,
   deleteRealmDomainRow,
   fetchRealmDomain,
   fetchRealmDomains,
@@ -13,6 +14,7 @@ import { badRequest } from '../errors.js';
 import { formatRealmDomain } from '../lib/format/realm_domains.js';
 import { realmSettings } from '../lib/realm_settings.js';
 import type { Services } from '../services.js';
+import { doUpdateRealmSettings } from './realm_settings.js';
 
 /** Zulip's validate_domain; returns the problem, or null for a valid (lowercase) domain. */
 export function domainProblem(domain: string): string | null {
@@ -66,11 +68,19 @@ export async function doChangeRealmDomain(services: Services, realm: Realm, doma
   });
 }
 
-export async function doRemoveRealmDomain(services: Services, realm: Realm, domain: RealmDomainRow): Promise<void> {
-  await transaction(services.db, async (tx, afterCommit) => {
+/**
+ * Removing the last allowed domain also turns emails_restricted_to_domains off (with its
+ * realm event), as in Zulip: a restriction to no domains would only confuse.
+ */
+export async function doRemoveRealmDomain(services: Services, realm: Realm, actingUser: User, domain: RealmDomainRow): Promise<void> {
+  const remaining = await transaction(services.db, async (tx, afterCommit) => {
     await deleteRealmDomainRow(tx, domain.id);
     await sendToRealm(services, tx, realm, { type: 'realm_domains', op: 'remove', domain: domain.domain }, afterCommit);
+    return countRealmDomains(tx, realm.id);
   });
+  if (remaining === 0) {
+    await doUpdateRealmSettings(services, realm, actingUser, { properties: { emails_restricted_to_domains: false }, groups: {} });
+  }
 }
 
 /** Why an address may not join a realm restricted to its allowed domains (Zulip's messages). */

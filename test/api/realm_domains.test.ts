@@ -109,4 +109,26 @@ forEachDatabase('allowed domains', (server) => {
     assert.equal(await emailAllowedForRealm(db, realm, 'user@sub.test1.com'), null);
     await setRestricted(s, false);
   });
+
+  test('removing the last allowed domain lifts the restriction to allowed domains', async () => {
+    const s = server();
+    const owner = s.cast.owner.client;
+    ok(await owner.post('/realm/domains', { domain: 'last-one.com', allow_subdomains: false }));
+    await setRestricted(s, true);
+    const domains: { domain: string }[] = ok(await owner.get('/realm/domains')).domains;
+    for (const { domain } of domains.filter((d) => d.domain !== 'last-one.com')) {
+      const { events } = await captureEvents(s, () => owner.delete(`/realm/domains/${domain}`));
+      assert.deepEqual(events.map((e) => e.event.type), ['realm_domains']);
+    }
+    const { result, events } = await captureEvents(s, () => owner.delete('/realm/domains/last-one.com'));
+    ok(result);
+    assert.deepEqual(events.map((e) => e.event), [
+      { type: 'realm_domains', op: 'remove', domain: 'last-one.com' },
+      { type: 'realm', op: 'update', property: 'emails_restricted_to_domains', value: false },
+    ]);
+    for (const e of events) assertEventConforms(e.event);
+    const realm = (await fetchRealmById(s.app.services.db.kysely, s.realm.id))!;
+    assert.equal(JSON.parse(realm.settings).emails_restricted_to_domains ?? false, false);
+    assert.deepEqual(ok(await owner.get('/realm/domains')).domains, []);
+  });
 });

@@ -53,9 +53,9 @@ export function registerRealmDomainRoutes(app: FastifyInstance, services: Servic
     path: '/realm/domains/:domain',
     authorize: requireOwner,
     params: { domain: p.str() },
-    handler: async ({ realm, params }) => {
+    handler: async ({ realm, user, params }) => {
       const row = await accessRealmDomain(services, realm, params.domain);
-      await doRemoveRealmDomain(services, realm, row);
+      await doRemoveRealmDomain(services, realm, user, row);
     },
   });
 }
