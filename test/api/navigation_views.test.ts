@@ -4,6 +4,7 @@ import { forEachDatabase } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { assertConforms, assertEventConforms } from '../helpers/openapi.js';
 import { captureEvents, recipientIds } from '../helpers/bus.js';
+import { fetchOrgState } from '../../src/events/state/org.js';
 
 forEachDatabase('navigation views', (server) => {
   test('POST /navigation_views adds a custom view with a name and announces it to the user', async () => {
@@ -111,5 +112,31 @@ forEachDatabase('navigation views', (server) => {
     const again = await c.delete('/navigation_views/narrow/is/mentioned');
     err(again, 404, 'NOT_FOUND', 'Navigation view does not exist.');
     assertConforms(again, 'DELETE', '/navigation_views/{fragment}');
+  });
+});
+
+forEachDatabase('org register state', (server) => {
+  test('register returns drafts, navigation_views, saved_snippets, realm_playgrounds and realm_domains as the endpoints list them', async () => {
+    const s = server();
+    const { hamlet, owner, admin } = s.cast;
+    ok(await hamlet.client.post('/drafts', { drafts: [{ type: '', to: [], topic: '', content: 'draft' }] }));
+    ok(await hamlet.client.post('/navigation_views', { fragment: 'inbox', is_pinned: true }));
+    ok(await hamlet.client.post('/saved_snippets', { title: 'Hi', content: 'Hello' }));
+    ok(await admin.client.post('/realm/playgrounds', { name: 'Py', pygments_language: 'Python', url_template: 'https://py.example.com/{code}' }));
+    ok(await owner.client.post('/realm/domains', { domain: 'example.com', allow_subdomains: true }));
+    const user = (await s.app.services.db.kysely.selectFrom('users').selectAll().where('id', '=', hamlet.user.id).executeTakeFirstOrThrow());
+    const keys = ['drafts', 'navigation_views', 'saved_snippets', 'realm_playgrounds', 'realm_domains'];
+    const state = await fetchOrgState({ services: s.app.services, realm: s.realm, user, options: {} as never, want: (t) => keys.includes(t) });
+    assert.deepEqual(Object.keys(state).sort(), [...keys].sort());
+    assert.deepEqual(state.drafts, ok(await hamlet.client.get('/drafts')).drafts);
+    assert.deepEqual(state.navigation_views, ok(await hamlet.client.get('/navigation_views')).navigation_views);
+    assert.deepEqual(state.saved_snippets, ok(await hamlet.client.get('/saved_snippets')).saved_snippets);
+    assert.deepEqual(state.realm_domains, ok(await hamlet.client.get('/realm/domains')).domains);
+    assert.deepEqual((state.realm_playgrounds as { name: string }[]).map((p) => p.name), ['Py']);
+    assertConforms({ status: 200, headers: new Headers(), body: { result: 'success', msg: '', queue_id: null, ...state } }, 'POST', '/register');
+    // Only the requested fetch types are computed.
+    assert.deepEqual(await fetchOrgState({ services: s.app.services, realm: s.realm, user, options: {} as never, want: (t) => t === 'realm_domains' }), {
+      realm_domains: state.realm_domains,
+    });
   });
 });
