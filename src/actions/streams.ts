@@ -9,6 +9,7 @@ import {
   insertDefaultStream,
   insertStreamAuditLogs,
   insertStreamIfAbsent,
+  isUniqueViolation,
   streamNameKey,
   updateStreamRow,
   type StreamAuditRow,
@@ -438,15 +439,21 @@ async function changeStream(
 }
 
 export async function doRenameStream(services: Services, realm: Realm, actor: User, stream: Stream, newName: string): Promise<Stream> {
-  return changeStream(
-    services,
-    realm,
-    stream,
-    { name: newName, name_lc: streamNameKey(newName) },
-    (s) => [audit(realm, actor, s, 'channel_name_changed', { old_value: stream.name, new_value: newName })],
-    // Keyed by ID, with the old name in `name`, as Zulip does.
-    (s) => [{ ...streamUpdateEvent(s, 'name', newName), name: stream.name }],
-  );
+  try {
+    return await changeStream(
+      services,
+      realm,
+      stream,
+      { name: newName, name_lc: streamNameKey(newName) },
+      (s) => [audit(realm, actor, s, 'channel_name_changed', { old_value: stream.name, new_value: newName })],
+      // Keyed by ID, with the old name in `name`, as Zulip does.
+      (s) => [{ ...streamUpdateEvent(s, 'name', newName), name: stream.name }],
+    );
+  } catch (e) {
+    // Another channel took the name after checkStreamRename.
+    if (isUniqueViolation(e)) throw new JsonableError(`Channel '${newName}' already exists`, 'STREAM_ALREADY_EXISTS', 400);
+    throw e;
+  }
 }
 
 export async function doChangeStreamDescription(services: Services, realm: Realm, actor: User, stream: Stream, description: string): Promise<Stream> {

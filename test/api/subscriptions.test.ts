@@ -331,6 +331,27 @@ forEachDatabase('subscriptions', (server) => {
     assert.deepEqual(await members(s, id), [moderator.user.id]);
   });
 
+  test('PATCH /users/me/subscriptions adds and deletes in one request', async () => {
+    const s = server();
+    const { hamlet } = s.cast;
+    await subscribe(hamlet.client, ['Combined old']);
+    const res = await hamlet.client.patch('/users/me/subscriptions', { add: [{ name: 'Combined new', color: '#abc' }], delete: ['Combined old'] });
+    assertConforms(res, 'PATCH', '/users/me/subscriptions');
+    assert.deepEqual(ok(res), {
+      result: 'success',
+      msg: '',
+      subscribed: { [String(hamlet.user.id)]: ['Combined new'] },
+      already_subscribed: {},
+      removed: ['Combined old'],
+      not_removed: [],
+    });
+    const sub = ok(await hamlet.client.get('/users/me/subscriptions')).subscriptions.find((x: any) => x.name === 'Combined new');
+    assert.equal(sub.color, '#aabbcc');
+    err(await hamlet.client.patch('/users/me/subscriptions', {}), 400, 'BAD_REQUEST', 'Nothing to do. Specify at least one of "add" or "delete".');
+    err(await hamlet.client.patch('/users/me/subscriptions', { delete: ['Combined nowhere'] }), 400, 'STREAM_DOES_NOT_EXIST');
+    err(await hamlet.client.patch('/users/me/subscriptions', { add: [{ name: 'Combined x', color: 'blue' }] }), 400, 'BAD_REQUEST', 'add.color is not a valid hex color code');
+  });
+
   test('POST /users/me/subscriptions/properties updates personal settings with events', async () => {
     const s = server();
     const { hamlet, othello } = s.cast;

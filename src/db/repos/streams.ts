@@ -79,6 +79,12 @@ export async function updateStreamRow(db: Tx, streamId: number, changes: StreamU
   await db.updateTable('streams').set(changes).where('id', '=', streamId).execute();
 }
 
+/** Whether an error is a unique-constraint violation, on either database. */
+export function isUniqueViolation(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
 /**
  * Records the first message of a channel when it has none yet. The messages area calls this
  * inside the transaction that sends a channel message.

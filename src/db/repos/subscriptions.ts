@@ -134,7 +134,12 @@ export async function insertSubscriptions(
   rows: readonly { user_id: number; stream_id: number; realm_id: number; color: string }[],
 ): Promise<void> {
   for (const part of chunks(rows)) {
-    await db.insertInto('subscriptions').values(part.map((r) => ({ ...r, active: 1 }))).execute();
+    // A concurrent request may have subscribed the same user meanwhile: the result is the same.
+    await db
+      .insertInto('subscriptions')
+      .values(part.map((r) => ({ ...r, active: 1 })))
+      .onConflict((oc) => oc.columns(['user_id', 'stream_id']).doUpdateSet({ active: 1 }))
+      .execute();
   }
 }
 

@@ -148,6 +148,48 @@ export function registerStreamRoutes(app: FastifyInstance, services: Services): 
     },
   });
 
+  // The older combined endpoint: subscribe to `add` and unsubscribe from `delete` at once.
+  endpoint(app, services, {
+    method: 'PATCH',
+    path: '/users/me/subscriptions',
+    params: {
+      add: p.json(z.array(subscriptionItemSchema)).default([]),
+      delete: p.strList().default([]),
+    },
+    handler: async ({ realm, user, params }) => {
+      if (params.add.length === 0 && params.delete.length === 0) {
+        throw badRequest('Nothing to do. Specify at least one of "add" or "delete".');
+      }
+      const caller = callerFor(realm, user);
+      const adding = params.add.length
+        ? await checkAddSubscriptions(services, caller, {
+            subscriptions: params.add,
+            authorizationErrorsFatal: true,
+            inviteOnly: false,
+            isWebPublic: false,
+            isDefaultStream: false,
+            messageRetentionDays: null,
+            permissions: {},
+          })
+        : null;
+      const removing = params.delete.length ? await checkRemoveSubscriptions(services, caller, params.delete, undefined) : null;
+      const subscribed: Record<string, string[]> = {};
+      const alreadySubscribed: Record<string, string[]> = {};
+      if (adding) {
+        const result = await doAddSubscriptions(services, realm, user, adding.plan);
+        for (const { user: u, stream } of result.subscribed) (subscribed[String(u.id)] ??= []).push(stream.name);
+        for (const { user: u, stream } of result.alreadySubscribed) (alreadySubscribed[String(u.id)] ??= []).push(stream.name);
+      }
+      const removal = removing ? await doRemoveSubscriptions(services, realm, user, removing.users, removing.streams) : { removed: [], notRemoved: [] };
+      return {
+        subscribed,
+        already_subscribed: alreadySubscribed,
+        removed: removal.removed.map((r) => r.stream.name),
+        not_removed: removal.notRemoved.map((r) => r.stream.name),
+      };
+    },
+  });
+
   const changeProperties = async (realm: Realm, user: User, changes: { stream_id: number; property: string; value: boolean | string }[]) => {
     const caller = callerFor(realm, user);
     const checked = [];
