@@ -7,7 +7,7 @@ import {
   fetchMessagesByIds,
   fetchStreamAccessRows,
   fetchTopicHistoryRows,
-  fetchTopicMessageIdsNewestFirst,
+  fetchTopicMessagesNewestFirst,
   fetchUserIdsWithRows,
   fetchUserIdsWithTopicPolicy,
   fetchUsersWithMessagesInTopic,
@@ -892,12 +892,10 @@ export async function doDeleteTopic(
   const start = Date.now();
   for (;;) {
     const n = await transaction(services.db, async (tx, afterCommit) => {
-      const ids = await fetchTopicMessageIdsNewestFirst(tx, stream.id, key, opts.batchSize, onlyUser);
-      const messages = ids.map((id) => ({ id, type: 'stream', stream_id: stream.id, topic }));
-      const rows = await fetchMessagesByIds(tx, realm.id, ids.slice(0, 1));
-      if (rows[0]) for (const m of messages) m.topic = rows[0].topic;
+      const rows = await fetchTopicMessagesNewestFirst(tx, stream.id, key, opts.batchSize, onlyUser);
+      const messages = rows.map((r) => ({ id: r.id, type: 'stream', stream_id: stream.id, topic: r.topic }));
       await deleteMessagesInTransaction(services, tx, afterCommit, realm, messages, stream);
-      return ids.length;
+      return rows.length;
     });
     if (n < opts.batchSize) break;
     if (Date.now() - start >= opts.timeBudgetMs) return false;

@@ -317,36 +317,34 @@ export async function fetchTopicHistoryRows(db: Tx, streamId: number, onlyUserId
   return rows.map((r) => ({ topic: r.topic, max_id: Number(r.max_id) }));
 }
 
-/** The newest `limit` message IDs of a topic the deleting user may see, newest first. */
-export async function fetchTopicMessageIdsNewestFirst(
+/** The newest `limit` messages of a topic the deleting user may see, newest first. */
+export async function fetchTopicMessagesNewestFirst(
   db: Tx,
   streamId: number,
   topicLc: string,
   limit: number,
   onlyUserId: number | null,
-): Promise<number[]> {
+): Promise<{ id: number; topic: string }[]> {
   if (onlyUserId === null) {
-    const rows = await db
+    return db
       .selectFrom('messages')
-      .select('id')
+      .select(['id', 'topic'])
       .where('stream_id', '=', streamId)
       .where('topic_lc', '=', topicLc)
       .orderBy('id', 'desc')
       .limit(limit)
       .execute();
-    return rows.map((r) => r.id);
   }
-  const rows = await db
+  return db
     .selectFrom('user_messages')
     .innerJoin('messages', 'messages.id', 'user_messages.message_id')
-    .select('messages.id')
+    .select(['messages.id', 'messages.topic'])
     .where('user_messages.user_id', '=', onlyUserId)
     .where('messages.stream_id', '=', streamId)
     .where('messages.topic_lc', '=', topicLc)
     .orderBy('messages.id', 'desc')
     .limit(limit)
     .execute();
-  return rows.map((r) => r.id);
 }
 
 /** Users with a user_messages row for any of these messages. */
