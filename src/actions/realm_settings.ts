@@ -1,7 +1,7 @@
 import { now, transaction } from '../db/index.js';
 import type { Realm, User } from '../db/tables.js';
 import { updateRealmRow } from '../db/repos/realms.js';
-import { insertAuditLog } from '../db/repos/users.js';
+import { fetchRealmUsers, insertAuditLog, updateUserRow } from '../db/repos/users.js';
 import { fetchActiveUserIds, fetchRealmForUpdate } from '../db/repos/settings.js';
 import {
   checkGroupSettingChange,
@@ -26,12 +26,14 @@ import {
 import {
   diffFromDefaults,
   REALM_USER_DEFAULTS_KEY,
+  parseStoredUserSettings,
   realmUserSettingsDefaults,
   type StoredUserSettings,
   type UserSettingName,
 } from '../lib/user_settings.js';
 import type { ZulipEvent } from '../events/bus.js';
 import type { Services } from '../services.js';
+import { syncEmailVisibility } from './users.js';
 
 /** A validated PATCH /realm: only the values that differ from the current ones matter. */
 export interface RealmSettingsUpdate {
@@ -243,3 +245,46 @@ export async function doUpdateRealmUserSettingsDefaults(
   });
 }
 
+
+/**
+ * The organization-wide email_address_visibility of Zulip before feature level 163, kept as a
+ * PATCH /realm parameter: it becomes the realm default for new users and every human user's
+ * own setting (what Zulip's migration to the per-user setting did), with the user_settings,
+ * realm_user_settings_defaults and email-change events each part implies.
+ */
+export async function doSetRealmEmailAddressVisibility(
+  services: Services,
+  realm: Realm,
+  actingUser: User,
+  value: StoredUserSettings['email_address_visibility'],
+): Promise<boolean> {
+  const defaultsChanged = (await doUpdateRealmUserSettingsDefaults(services, realm, actingUser, { email_address_visibility: value })).length > 0;
+  return transaction(services.db, async (tx, afterCommit) => {
+    const users = (await fetchRealmUsers(tx, realm.id)).filter((u) => !u.is_bot);
+    const changed: User[] = [];
+    for (const u of users) {
+      const stored = parseStoredUserSettings(u.settings);
+      if (stored.email_address_visibility === value) continue;
+      await updateUserRow(tx, u.id, { settings: JSON.stringify(diffFromDefaults({ ...stored, email_address_visibility: value })) });
+      changed.push(u);
+    }
+    if (changed.length) {
+      await insertAuditLog(tx, {
+        realm_id: realm.id,
+        acting_user_id: actingUser.id,
+        modified_user_id: null,
+        event_type: 'realm_property_changed',
+        event_time: now(),
+        extra_data: JSON.stringify({ property: 'email_address_visibility', new_value: value, users: changed.length }),
+      });
+      afterCommit(() => {
+        for (const u of changed) {
+          if (!u.is_active) continue;
+          services.events.send(realm.id, { type: 'user_settings', op: 'update', property: 'email_address_visibility', value }, [u.id]);
+        }
+      });
+      await syncEmailVisibility(services, tx, afterCommit, realm, changed);
+    }
+    return defaultsChanged || changed.length > 0;
+  });
+}

@@ -264,6 +264,30 @@ forEachDatabase('PATCH /realm', (server) => {
     assert.equal(after.enable_read_receipts, true);
   });
 
+  test('the organization-wide email_address_visibility sets every user and the default for new users', async () => {
+    const s = server();
+    const { hamlet, othello, admin } = s.cast;
+    err(await admin.client.patch('/realm', { email_address_visibility: 9 }), 400, 'BAD_REQUEST', 'Invalid email_address_visibility');
+    const { result, events } = await captureEvents(s, () => admin.client.patch('/realm', { email_address_visibility: 3 }));
+    assert.equal(ok(result).email_address_visibility, 3);
+    const types = events.map((e) => e.event.type);
+    assert.ok(types.includes('realm_user_settings_defaults'));
+    const own = events.filter((e) => e.event.type === 'user_settings');
+    assert.ok(own.some((e) => recipientIds(e).join() === String(hamlet.user.id)));
+    assert.ok(types.includes('realm_user'));
+    assertEventsConform(events.map((e) => e.event));
+    const seen = ok(await othello.client.get(`/users/${hamlet.user.id}`)).user;
+    assert.equal(seen.delivery_email, null);
+    assert.notEqual(seen.email, hamlet.user.email);
+    assert.equal(ok(await admin.client.get(`/users/${hamlet.user.id}`)).user.delivery_email, hamlet.user.email);
+    // Same value again: nothing changes.
+    const again = await captureEvents(s, () => admin.client.patch('/realm', { email_address_visibility: 3 }));
+    assert.equal(ok(again.result).email_address_visibility, undefined);
+    assert.equal(again.events.length, 0);
+    ok(await admin.client.patch('/realm', { email_address_visibility: 1 }));
+    assert.equal(ok(await othello.client.get(`/users/${hamlet.user.id}`)).user.email, hamlet.user.email);
+  });
+
   test('unknown parameters are reported, not refused', async () => {
     const s = server();
     const body = ok(await s.cast.admin.client.patch('/realm', { no_such_setting: 1 }));

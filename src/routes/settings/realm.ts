@@ -20,10 +20,17 @@ import {
   type RealmProperties,
   type RealmPropertyName,
 } from '../../lib/realm_settings.js';
-import { LANGUAGES, NOT_REALM_DEFAULTABLE, USER_SETTING_NAMES } from '../../lib/user_settings.js';
+import {
+  EMAIL_ADDRESS_VISIBILITY_TYPES,
+  LANGUAGES,
+  NOT_REALM_DEFAULTABLE,
+  USER_SETTING_NAMES,
+  type StoredUserSettings,
+} from '../../lib/user_settings.js';
 import { fetchSystemGroups } from '../../db/repos/user_groups.js';
 import {
   checkRealmGroupSettingUpdates,
+  doSetRealmEmailAddressVisibility,
   doUpdateRealmSettings,
   doUpdateRealmUserSettingsDefaults,
   type RealmSettingChange,
@@ -142,6 +149,8 @@ const realmParams = {
   wildcard_mention_policy: optionalInt(),
   // Zulip takes it JSON-encoded; a raw URL is accepted too.
   jitsi_server_url: jsonOrRaw().optional(),
+  // Organization-wide before feature level 163, now each user's setting (see doSetRealmEmailAddressVisibility).
+  email_address_visibility: optionalInt(),
 } satisfies Record<string, Param<unknown>>;
 
 type RawRealmParams = Record<string, unknown>;
@@ -272,8 +281,16 @@ export function registerRealmSettingsRoutes(app: FastifyInstance, services: Serv
     params: realmParams,
     handler: async ({ realm, user, params }) => {
       const update = await checkRealmUpdate(services, realm, user, params as RawRealmParams);
+      const visibility = params.email_address_visibility;
+      if (visibility !== undefined && !(EMAIL_ADDRESS_VISIBILITY_TYPES as readonly number[]).includes(visibility)) {
+        throw invalid('email_address_visibility');
+      }
       const changes = await doUpdateRealmSettings(services, realm, user, update);
-      return responseData(changes);
+      const data = responseData(changes);
+      if (visibility !== undefined && (await doSetRealmEmailAddressVisibility(services, realm, user, visibility as StoredUserSettings['email_address_visibility']))) {
+        data.email_address_visibility = visibility;
+      }
+      return data;
     },
   });
 }
