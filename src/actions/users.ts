@@ -34,6 +34,7 @@ import { apiEmailFor, canAccessDeliveryEmail, userIdsWhoCanAccess } from '../lib
 import { formatInaccessibleUser, formatUser } from '../lib/format/users.js';
 import { checkProfileFieldValue, isRenderable, renderProfileValue } from '../lib/custom_profile_fields.js';
 import { emailAllowedForRealm } from './realm_domains.js';
+import { subscribeNewUserToDefaultStreams } from './streams.js';
 import type { Services } from '../services.js';
 
 type AfterCommit = (cb: () => void) => void;
@@ -119,7 +120,8 @@ async function notifyGroupMembership(tx: Tx, services: Services, afterCommit: Af
 
 /**
  * Creates an account. Preconditions (checked by callers): the email is valid and unused
- * in the realm, the role is one of ROLES. Announces the user with realm_user add.
+ * in the realm, the role is one of ROLES. Announces the user with realm_user add and
+ * subscribes people to the realm's default channels.
  */
 export async function doCreateUser(services: Services, realm: Realm, opts: CreateUserOptions): Promise<User> {
   const passwordHash = opts.password ? await hashPassword(opts.password) : null;
@@ -158,6 +160,8 @@ export async function doCreateUser(services: Services, realm: Realm, opts: Creat
     await notifyCreatedUser(tx, services, afterCommit, realm, user);
     const groups = await systemGroupIds(tx, realm.id);
     await notifyGroupMembership(tx, services, afterCommit, realm, 'add_members', roleGroupNames(role).map((n) => groups.get(n)!), user.id);
+    // As Zulip's process_new_human_user: people (not bots) join the default channels.
+    if (!user.is_bot) await subscribeNewUserToDefaultStreams(tx, afterCommit, services, realm, user);
     return user;
   });
 }
