@@ -268,7 +268,7 @@ const storedSchema = realmPropertiesSchema.partial().extend(
 const cache = new Map<number, { text: string; settings: RealmSettings }>();
 
 /** Parses stored JSON; unknown keys and invalid values fall back to the defaults. */
-export function parseRealmSettings(text: string, fallbackGroup: GroupSettingValue = { direct_members: [], direct_subgroups: [] }): RealmSettings {
+export function parseRealmSettings(text: string): RealmSettings {
   let raw: unknown = {};
   try {
     raw = JSON.parse(text);
@@ -284,7 +284,7 @@ export function parseRealmSettings(text: string, fallbackGroup: GroupSettingValu
   }
   // A group setting missing from the JSON (never the case for realms made by doCreateRealm)
   // grants nothing rather than everything.
-  for (const n of REALM_GROUP_SETTING_NAMES) if (out[n] === undefined) out[n] = fallbackGroup;
+  for (const n of REALM_GROUP_SETTING_NAMES) if (out[n] === undefined) out[n] = { direct_members: [], direct_subgroups: [] };
   return Object.freeze(out) as RealmSettings;
 }
 

@@ -11,7 +11,6 @@ import {
   REALM_GROUP_SETTING_NAMES,
   realmSettings,
   WILDCARD_MENTION_POLICY_GROUPS,
-  type RealmGroupSettingName,
   type RealmSettings,
 } from '../realm_settings.js';
 import {
@@ -265,7 +264,6 @@ export function formatRealmUserSettingsDefaults(defaults: StoredUserSettings): R
   return out;
 }
 
-export type { RealmGroupSettingName };
 
 function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
