@@ -10,6 +10,7 @@ import {
   insertStreamAuditLogs,
   insertStreamIfAbsent,
   isUniqueViolation,
+  streamHasNamedTopics,
   streamNameKey,
   updateStreamRow,
   type StreamAuditRow,
@@ -708,8 +709,17 @@ export function parseMessageRetentionDays(value: string | number): number | null
 
 export const TOPICS_POLICIES = ['inherit', 'allow_empty_topic', 'disable_empty_topic', 'empty_topic_only'] as const;
 
-export async function checkTopicsPolicy(caller: ChannelCaller, policy: string): Promise<void> {
+/**
+ * Zulip's validate_topics_policy: anything but `inherit` needs can_set_topics_policy_group,
+ * and an existing channel may become `empty_topic_only` only if all its messages are in the
+ * empty topic.
+ */
+export async function checkTopicsPolicy(caller: ChannelCaller, policy: string, stream?: Stream): Promise<void> {
   if (policy !== 'inherit' && !(await caller.realmPermission('can_set_topics_policy_group'))) throw insufficientPermission();
+  if (stream && policy === 'empty_topic_only' && (await streamHasNamedTopics(caller.db, stream.id))) {
+    const name = realmSettings(caller.realm).empty_topic_display_name;
+    throw badRequest(`To enable this configuration, all messages in this channel must be in the "${name}" topic. Consider renaming or deleting topics.`);
+  }
 }
 
 /** Channel folders do not exist in Parley yet, so no folder ID is valid. */

@@ -342,6 +342,20 @@ forEachDatabase('channels', (server) => {
     const { events } = await captureEvents(s, async () => ok(await hamlet.client.patch(`/streams/${id}`, { topics_policy: 'empty_topic_only' })));
     assert.deepEqual(events.map((e) => [e.event.property, e.event.value]), [['topics_policy', 'empty_topic_only']]);
     assertEventConforms(events[0]!.event);
+    // empty_topic_only needs every existing message to be in the empty topic.
+    await create(hamlet.client, 'Policies topics');
+    const withTopics = await idOf(hamlet.client, 'Policies topics');
+    await s.app.services.db.kysely
+      .insertInto('messages')
+      .values({ realm_id: s.realm.id, sender_id: hamlet.user.id, type: 'stream', stream_id: withTopics, topic: 'named', topic_lc: 'named', content: 'x', rendered_content: '<p>x</p>', date_sent: 0 })
+      .execute();
+    err(
+      await hamlet.client.patch(`/streams/${withTopics}`, { topics_policy: 'empty_topic_only' }),
+      400,
+      'BAD_REQUEST',
+      'To enable this configuration, all messages in this channel must be in the "general chat" topic. Consider renaming or deleting topics.',
+    );
+    ok(await hamlet.client.patch(`/streams/${withTopics}`, { topics_policy: 'allow_empty_topic' }));
     err(await hamlet.client.patch(`/streams/${id}`, { message_retention_days: 10 }), 400, 'UNAUTHORIZED_PRINCIPAL', 'Must be an organization owner');
     ok(await owner.client.patch(`/streams/${id}`, { message_retention_days: 10 }));
     assert.equal(ok(await hamlet.client.get(`/streams/${id}`)).stream.message_retention_days, 10);

@@ -93,6 +93,12 @@ export async function recordStreamFirstMessage(db: Tx, streamId: number, message
   await db.updateTable('streams').set({ first_message_id: messageId }).where('id', '=', streamId).where('first_message_id', 'is', null).execute();
 }
 
+/** Whether any message of the channel has a non-empty topic (blocks the empty_topic_only policy). */
+export async function streamHasNamedTopics(db: Tx, streamId: number): Promise<boolean> {
+  const row = await db.selectFrom('messages').select('id').where('stream_id', '=', streamId).where('topic', '<>', '').limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
 export async function fetchDefaultStreamIds(db: Tx, realmId: number): Promise<number[]> {
   const rows = await db.selectFrom('default_streams').select('stream_id').where('realm_id', '=', realmId).orderBy('stream_id').execute();
   return rows.map((r) => r.stream_id);

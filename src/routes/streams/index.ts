@@ -363,7 +363,7 @@ export function registerStreamRoutes(app: FastifyInstance, services: Services): 
         const subs = (await fetchSubscriberIdsByStream(db, [stream.id])).get(stream.id) ?? [];
         if (stream.invite_only && subs.length === 0) throw badRequest('Channel is private and have no subscribers');
       }
-      if (params.topics_policy !== undefined) await checkTopicsPolicy(caller, params.topics_policy);
+      if (params.topics_policy !== undefined) await checkTopicsPolicy(caller, params.topics_policy, stream);
       const newName = params.new_name !== undefined ? await checkStreamRename(caller, stream, params.new_name) : undefined;
       if (params.folder_id !== undefined) checkFolderId(params.folder_id);
       const current = channelPermissions(stream);
