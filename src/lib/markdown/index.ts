@@ -281,8 +281,14 @@ export function mentionCandidates(content: string): {
   const wildcards = { stream: false, topic: false };
   for (const m of content.matchAll(new RegExp(MENTIONS_SOURCE, 'gu'))) {
     const text = m.groups!.match!;
-    if (STREAM_WILDCARDS.has(text)) wildcards.stream = true;
-    else if (TOPIC_WILDCARDS.has(text)) wildcards.topic = true;
+    if (STREAM_WILDCARDS.has(text)) {
+      wildcards.stream = true;
+      continue;
+    }
+    if (TOPIC_WILDCARDS.has(text)) {
+      wildcards.topic = true;
+      continue;
+    }
     const idSyntax = MENTION_ID_RE.exec(text);
     if (idSyntax) userIds.add(Number(idSyntax.groups!.user_id));
     else userNames.add(text);
