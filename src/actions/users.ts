@@ -35,6 +35,7 @@ import { formatInaccessibleUser, formatUser } from '../lib/format/users.js';
 import { checkProfileFieldValue, isRenderable, renderProfileValue } from '../lib/custom_profile_fields.js';
 import { emailAllowedForRealm } from './realm_domains.js';
 import { subscribeNewUserToDefaultStreams } from './streams.js';
+import { realmUrl } from '../lib/urls.js';
 import type { Services } from '../services.js';
 
 type AfterCommit = (cb: () => void) => void;
@@ -49,6 +50,8 @@ export interface CreateUserOptions {
   botOwnerId?: number | null;
   timezone?: string;
   actingUser: User | null;
+  /** Channels to join besides (or, with includeDefaults false, instead of) the default channels. */
+  initialStreams?: { streamIds: readonly number[]; includeDefaults: boolean };
 }
 
 /** The system groups a role makes a user a direct member of (members are also full members). */
@@ -161,7 +164,10 @@ export async function doCreateUser(services: Services, realm: Realm, opts: Creat
     const groups = await systemGroupIds(tx, realm.id);
     await notifyGroupMembership(tx, services, afterCommit, realm, 'add_members', roleGroupNames(role).map((n) => groups.get(n)!), user.id);
     // As Zulip's process_new_human_user: people (not bots) join the default channels.
-    if (!user.is_bot) await subscribeNewUserToDefaultStreams(tx, afterCommit, services, realm, user);
+    if (!user.is_bot) {
+      const initial = opts.initialStreams ?? { streamIds: [], includeDefaults: true };
+      await subscribeNewUserToDefaultStreams(tx, afterCommit, services, realm, user, initial.streamIds, initial.includeDefaults);
+    }
     return user;
   });
 }
@@ -289,7 +295,7 @@ async function applyProfileData(tx: Tx, services: Services, afterCommit: AfterCo
   for (const { field, value } of change.set) {
     const existing = await fetchCustomProfileValue(tx, target.id, field.id);
     if (existing && existing.value === value) continue;
-    const rendered = isRenderable(field.type) ? renderProfileValue(value) : null;
+    const rendered = isRenderable(field.type) ? renderProfileValue(value, realmUrl(services.config, realm)) : null;
     await upsertCustomProfileValue(tx, { user_id: target.id, field_id: field.id, value, rendered_value: rendered });
     const data: Record<string, unknown> = { id: field.id, value };
     if (rendered) data.rendered_value = rendered;

@@ -1,5 +1,6 @@
 import { badRequest } from '../errors.js';
 import type { CustomProfileField, User } from '../db/tables.js';
+import { renderMarkdown } from './markdown/index.js';
 
 /**
  * Custom profile fields: their types, how an organization may define them and which values
@@ -221,19 +222,10 @@ export function checkProfileFieldValue(
   }
 }
 
-function escapeHtml(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
-}
-
 /**
- * rendered_value of a text field. Zulip renders it as Markdown; we render paragraphs and line
- * breaks of escaped text, which is safe HTML in the same shape for plain values.
+ * rendered_value of a text field: Zulip-flavoured Markdown as for channel descriptions
+ * (Zulip's render_stream_description: no previews, no mentions).
  */
-export function renderProfileValue(text: string): string {
-  return text
-    .split(/\n{2,}/)
-    .map((p) => p.trim())
-    .filter((p) => p !== '')
-    .map((p) => `<p>${escapeHtml(p).replace(/\n/g, '<br>\n')}</p>`)
-    .join('\n');
+export function renderProfileValue(text: string, realmUrl: string): string {
+  return renderMarkdown(text, { realmUrl, inlineImagePreview: false }).html;
 }

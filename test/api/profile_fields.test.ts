@@ -156,7 +156,7 @@ forEachDatabase('custom profile fields', (server) => {
     const pd = await profileData(s, hamlet.user.id);
     assert.deepEqual(pd[String(phone)], { value: '+1-555-0100', rendered_value: '<p>+1-555-0100</p>' });
     assert.equal(pd[String(bio)].value, 'Prince of *Denmark*');
-    assert.equal(typeof pd[String(bio)].rendered_value, 'string');
+    assert.equal(pd[String(bio)].rendered_value, '<p>Prince of <em>Denmark</em></p>');
     assert.deepEqual(pd[String(editor)], { value: 'vim' });
     assert.deepEqual(pd[String(birthday)], { value: '1600-01-01' });
     assert.deepEqual(pd[String(mentor)], { value: `[${othello.user.id}]` });
