@@ -25,7 +25,7 @@ export interface Config {
     /** Seconds a queue may go without a connected client before it is deleted. */
     queueTimeoutSeconds: number;
   };
-  invites: { defaultExpiresInMinutes: number };
+  invites: { defaultExpiresInMinutes: number; maxPerDay: number };
   rateLimits: { enabled: boolean; apiPerMinute: number; authPerMinute: number };
   bodyLimitBytes: number;
   vidcall: {
@@ -82,9 +82,14 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       heartbeatSeconds: int(e.PARLEY_HEARTBEAT_SECONDS, 50),
       queueTimeoutSeconds: int(e.PARLEY_QUEUE_TIMEOUT_SECONDS, 600),
     },
-    invites: { defaultExpiresInMinutes: int(e.PARLEY_INVITE_EXPIRES_MINUTES, 14400) },
     rateLimits: {
       enabled: (e.PARLEY_RATE_LIMITS ?? 'on') !== 'off',
+      redisPrefix: e.PARLEY_REDIS_PREFIX ?? 'parley:',
+      redisLogLength: int(e.PARLEY_REDIS_LOG_LENGTH, 100_000),
+    },
+    invites: {
+      defaultExpiresInMinutes: int(e.PARLEY_INVITE_EXPIRES_MINUTES, 14400),
+      maxPerDay: int(e.PARLEY_MAX_INVITES_PER_DAY, 100),
       apiPerMinute: int(e.PARLEY_RATE_LIMIT_API_PER_MINUTE, 200),
       authPerMinute: int(e.PARLEY_RATE_LIMIT_AUTH_PER_MINUTE, 30),
     },

@@ -341,7 +341,9 @@ export async function subscribeNewUserToDefaultStreams(
   user: User,
   extraStreamIds: readonly number[] = [],
 ): Promise<void> {
-  const ids = [...new Set([...(await fetchDefaultStreamIds(tx, realm.id)), ...extraStreamIds])];
+  includeDefaults = true,
+  const defaults = includeDefaults ? await fetchDefaultStreamIds(tx, realm.id) : [];
+  const ids = [...new Set([...defaults, ...extraStreamIds])];
   const streams = (await fetchStreamsByIds(tx, realm.id, ids)).filter((s) => !s.deactivated);
   if (streams.length === 0) return;
   await addSubscriptionsInTransaction(tx, afterCommit, services, realm, null, { create: [], streams, users: [user] }, { fromUserCreation: true });

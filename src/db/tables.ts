@@ -48,6 +48,8 @@ export interface UserTable {
   /** JSON object of personal settings that differ from the defaults in lib/user_settings.ts. */
   settings: Generated<JsonText>;
   tos_version: string | null;
+  /** Notification Bot and Welcome Bot: listed as cross_realm_bots, never as members. */
+  is_system_bot: Generated<Flag>;
 }
 
 export interface StreamTable {

@@ -10,6 +10,7 @@ import { registerEventRoutes } from './events/index.js';
 import { registerOrgRoutes } from './org/index.js';
 import { registerGroupRoutes } from './groups/index.js';
 import { registerCallRoutes } from './calls/index.js';
+import { registerInviteRoutes } from './invites/index.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
 export function registerRoutes(app: FastifyInstance, services: Services): void {
@@ -23,4 +24,5 @@ export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerOrgRoutes(app, services);
   registerGroupRoutes(app, services);
   registerCallRoutes(app, services);
+  registerInviteRoutes(app, services);
 }

@@ -4,6 +4,7 @@ import * as m0001 from './0001_initial.js';
 import * as m0010 from './0010_users_profile_fields.js';
 import * as m0060 from './0060_org_realm_domain_ids.js';
 import * as m0090 from './0090_server_secrets.js';
+import * as m0091 from './0091_system_bots.js';
 import * as m0040 from './0040_messages_search.js';
 
 export interface DialectMigration {
@@ -20,4 +21,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0060_org_realm_domain_ids': m0060,
   '0090_server_secrets': m0090,
   '0040_messages_search': m0040,
+  '0091_system_bots': m0091,
 };

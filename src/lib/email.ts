@@ -1,0 +1,47 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.js';
+
+export interface OutgoingEmail {
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+}
+
+/**
+ * Sends mail through SMTP_URL when configured. Otherwise every email is logged and written
+ * to ./data/emails/ as an .eml file, so an installation without mail still shows what it
+ * would have sent (invitation links included).
+ */
+export interface Mailer {
+  send(email: OutgoingEmail): Promise<void>;
+  close(): void;
+}
+
+export function createMailer(config: Config, log: FastifyBaseLogger): Mailer {
+  if (config.smtpUrl) {
+    const transport: Transporter = nodemailer.createTransport(config.smtpUrl);
+    return {
+      async send(email) {
+        await transport.sendMail({ from: config.emailFrom, ...email });
+      },
+      close: () => transport.close(),
+    };
+  }
+  const transport: Transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  const dir = join(config.dataDir, 'emails');
+  let counter = 0;
+  return {
+    async send(email) {
+      const info = (await transport.sendMail({ from: config.emailFrom, ...email })) as { message: Buffer };
+      mkdirSync(dir, { recursive: true });
+      const file = join(dir, `${Date.now()}-${process.pid}-${++counter}.eml`);
+      writeFileSync(file, info.message);
+      log.info({ to: email.to, subject: email.subject, file }, 'email written (SMTP_URL not set)');
+    },
+    close: () => transport.close(),
+  };
+}
