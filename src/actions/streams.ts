@@ -58,6 +58,7 @@ import { checkGroupSettingValue, loadGroupMembership, type GroupMembership, type
 import { realmSettings } from '../lib/realm_settings.js';
 import { ROLE_GUEST, isAdmin, isOwner } from '../lib/roles.js';
 import { normalizeColor, pickColors } from '../lib/stream_colors.js';
+import { realmUrl } from '../lib/urls.js';
 import { MAX_STREAM_NAME_LENGTH } from '../version.js';
 import type { Services } from '../services.js';
 
@@ -208,7 +209,7 @@ export async function addSubscriptionsInTransaction(
       name: spec.name,
       name_lc: streamNameKey(spec.name),
       description: spec.description,
-      rendered_description: renderStreamDescription(spec.description),
+      rendered_description: renderStreamDescription(spec.description, realmUrl(services.config, realm)),
       invite_only: spec.inviteOnly ? 1 : 0,
       is_web_public: spec.isWebPublic ? 1 : 0,
       history_public_to_subscribers: spec.historyPublicToSubscribers ? 1 : 0,
@@ -340,8 +341,8 @@ export async function subscribeNewUserToDefaultStreams(
   realm: Realm,
   user: User,
   extraStreamIds: readonly number[] = [],
-): Promise<void> {
   includeDefaults = true,
+): Promise<void> {
   const defaults = includeDefaults ? await fetchDefaultStreamIds(tx, realm.id) : [];
   const ids = [...new Set([...defaults, ...extraStreamIds])];
   const streams = (await fetchStreamsByIds(tx, realm.id, ids)).filter((s) => !s.deactivated);
@@ -460,7 +461,7 @@ export async function doRenameStream(services: Services, realm: Realm, actor: Us
 }
 
 export async function doChangeStreamDescription(services: Services, realm: Realm, actor: User, stream: Stream, description: string): Promise<Stream> {
-  const rendered = renderStreamDescription(description);
+  const rendered = renderStreamDescription(description, realmUrl(services.config, realm));
   return changeStream(
     services,
     realm,

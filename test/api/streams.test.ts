@@ -232,6 +232,9 @@ forEachDatabase('channels', (server) => {
       assert.ok(recipientIds(e).includes(othello.user.id) && !recipientIds(e).includes(guest.user.id));
     }
     assert.equal(ok(await othello.client.get(`/streams/${id}`)).stream.name, 'New name');
+    // Descriptions are Zulip-flavoured Markdown.
+    ok(await hamlet.client.patch(`/streams/${id}`, { description: 'A **bold** place' }));
+    assert.equal(ok(await othello.client.get(`/streams/${id}`)).stream.rendered_description, '<p>A <strong>bold</strong> place</p>');
 
     err(await hamlet.client.patch(`/streams/${id}`, { new_name: 'New name' }), 400, 'BAD_REQUEST', 'Channel already has that name.');
     ok(await hamlet.client.patch(`/streams/${id}`, { new_name: 'NEW NAME' }));

@@ -4,6 +4,7 @@ import { countSubscribersByStream } from '../../db/repos/subscriptions.js';
 import { fetchSystemGroups } from '../../db/repos/user_groups.js';
 import { fetchUsersByIds } from '../../db/repos/users.js';
 import { normalizeGroupSettingValue, type GroupSettingValue } from '../group_settings.js';
+import { renderMarkdown } from '../markdown/index.js';
 import { CHANNEL_PERMISSIONS, channelPermissions } from '../access/streams.js';
 
 /**
@@ -66,15 +67,13 @@ export function formatGroupSettingValue(value: GroupSettingValue, isActiveUser: 
   return normalizeGroupSettingValue({ direct_members: value.direct_members.filter(isActiveUser), direct_subgroups: value.direct_subgroups });
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
 /**
- * A channel description as HTML: one escaped paragraph, or "" for no description. Descriptions
- * are single-line (newlines become spaces on input), so a paragraph is their whole structure.
+ * A channel description as HTML, rendered as Zulip-flavoured Markdown without previews (Zulip's
+ * render_stream_description); "" for no description.
  */
-export function renderStreamDescription(description: string): string {
+export function renderStreamDescription(description: string, realmUrl: string): string {
   if (description.trim() === '') return '';
-  return `<p>${description.replace(/[&<>"']/g, (c) => ESCAPES[c]!)}</p>`;
+  return renderMarkdown(description, { realmUrl: realmUrl.replace(/\/+$/, ''), inlineImagePreview: false }).html;
 }
 
 export type BasicChannelDict = Record<string, unknown> & { stream_id: number; name: string };
