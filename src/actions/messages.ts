@@ -19,6 +19,7 @@ import {
   fetchGroupsByNames,
   fetchMutingUserIds,
   fetchRealmAlertWords,
+  fetchStreamsByNamesForMentions,
   fetchTopicParticipants,
   fetchUserSettingsRows,
   fetchUsersByEmails,
@@ -71,6 +72,8 @@ import {
   userSettings,
 } from '../lib/user_settings.js';
 import { realmUrl } from '../lib/urls.js';
+import { mentionCandidates, renderMarkdown, type Linkifier, type MarkdownContext } from '../lib/markdown/index.js';
+import { fetchLinkifiers } from '../db/repos/settings.js';
 import { MAX_MESSAGE_LENGTH } from '../version.js';
 import type { Services } from '../services.js';
 import { setUserTopicPolicies } from './user_topics.js';
@@ -146,12 +149,11 @@ export function defaultReadBySender(client: string): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rendering. The Markdown module (src/lib/markdown) is written in parallel; until it lands this
-// adapter renders plain paragraphs and resolves mentions itself, behind one function.
+// Rendering.
 
 export interface RenderResult {
   html: string;
-  /** Users mentioned by name (not silently), group members excluded. */
+  /** Users notified by name (not silently); members of mentioned groups are added by the caller. */
   mentionedUserIds: Set<number>;
   mentionedGroupIds: Set<number>;
   streamWildcard: boolean;
@@ -159,82 +161,58 @@ export interface RenderResult {
   hasLink: boolean;
   hasImage: boolean;
   hasAttachment: boolean;
+  /** Users one of whose alert words occurs in the message. */
+  alertWordUserIds: Set<number>;
+  linkifiers: readonly Linkifier[];
 }
 
-const STREAM_WILDCARDS = new Set(['all', 'everyone', 'stream', 'channel']);
-const TOPIC_WILDCARD = 'topic';
-const USER_MENTION = /@(_?)\*\*([^*]+?)\*\*/g;
-const GROUP_MENTION = /@(_?)\*([^*]+?)\*/g;
-
-function escapeHtml(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
-}
-
-async function renderContent(db: Tx, realm: Realm, content: string): Promise<RenderResult> {
-  const userRefs: { silent: boolean; name: string; id: number | null }[] = [];
-  let streamWildcard = false;
-  let topicWildcard = false;
-  for (const m of content.matchAll(USER_MENTION)) {
-    const silent = m[1] === '_';
-    const text = m[2]!;
-    const lower = text.toLowerCase();
-    if (STREAM_WILDCARDS.has(lower)) {
-      if (!silent) streamWildcard = true;
-      continue;
-    }
-    if (lower === TOPIC_WILDCARD) {
-      if (!silent) topicWildcard = true;
-      continue;
-    }
-    const pipe = /^(.*)\|(\d+)$/.exec(text);
-    userRefs.push({ silent, name: pipe ? pipe[1]! : text, id: pipe ? Number(pipe[2]) : null });
-  }
-  const groupNames: string[] = [];
-  for (const m of content.replace(USER_MENTION, '').matchAll(GROUP_MENTION)) if (m[1] !== '_') groupNames.push(m[2]!);
-  const [byName, byId, groups] = await Promise.all([
-    fetchUsersByFullNames(db, realm.id, userRefs.filter((r) => r.id === null).map((r) => r.name)),
-    fetchActiveUsersByIds(db, realm.id, userRefs.filter((r) => r.id !== null).map((r) => r.id!)),
-    fetchGroupsByNames(db, realm.id, groupNames),
+/**
+ * Renders a message with the Markdown module, loading only what its content can refer to:
+ * the users, groups and channels it names (users the sender may not see and channels the
+ * sender cannot see are left out, so they render as plain text), linkifiers and alert words.
+ */
+async function renderContent(services: Services, realm: Realm, sender: User, content: string): Promise<RenderResult> {
+  const db = services.db.kysely;
+  const settings = realmSettings(realm);
+  const c = mentionCandidates(content);
+  const [byName, byId, groups, channels, linkifiers, alertWords, access] = await Promise.all([
+    fetchUsersByFullNames(db, realm.id, c.userNames),
+    fetchActiveUsersByIds(db, realm.id, c.userIds),
+    fetchGroupsByNames(db, realm.id, c.groupNames),
+    fetchStreamsByNamesForMentions(db, realm.id, c.channelNames, sender.id),
+    fetchLinkifiers(db, realm.id),
+    fetchRealmAlertWords(db, realm.id),
+    loadUserAccess(db, realm, sender),
   ]);
-  const mentionedUserIds = new Set<number>();
-  for (const r of userRefs) {
-    if (r.silent) continue;
-    const u = r.id !== null ? byId.find((x) => x.id === r.id) : byName.find((x) => x.full_name.toLowerCase() === r.name.toLowerCase());
-    if (u) mentionedUserIds.add(u.id);
-  }
-  const mentionedGroupIds = new Set(groups.filter((g) => !g.is_system_group).map((g) => g.id));
-  const html = content
-    .split(/\n{2,}/)
-    .map((p) => `<p>${escapeHtml(p).replace(/\n/g, '<br>\n')}</p>`)
-    .join('\n');
-  return {
-    html,
-    mentionedUserIds,
-    mentionedGroupIds,
-    streamWildcard,
-    topicWildcard,
-    hasLink: /https?:\/\//i.test(content),
-    hasImage: false,
-    hasAttachment: /\/user_uploads\//.test(content),
+  const users = new Map([...byName, ...byId].filter((u) => access.canAccess(u)).map((u) => [u.id, { id: u.id, fullName: u.full_name, isActive: true }]));
+  const caller = new ChannelCaller(db, realm, sender);
+  const visibleChannels: { id: number; name: string }[] = [];
+  for (const ch of channels) if (await caller.metadataAccess(ch, ch.subscriber_id === sender.id)) visibleChannels.push({ id: ch.id, name: ch.name });
+  const ctx: MarkdownContext = {
+    realmUrl: realmUrl(services.config, realm),
+    users: [...users.values()],
+    // System groups are not mentionable.
+    groups: groups.filter((g) => !g.is_system_group).map((g) => ({ id: g.id, name: g.name, deactivated: false })),
+    channels: visibleChannels,
+    linkifiers: linkifiers.map((l) => ({ pattern: l.pattern, url_template: l.url_template })),
+    translateEmoticons: userSettings(sender).translate_emoticons,
+    defaultCodeBlockLanguage: settings.default_code_block_language || null,
+    inlineImagePreview: settings.inline_image_preview,
+    alertWords,
   };
-}
-
-/** Whether an alert word occurs in the content as a whole word, case-insensitively (Zulip's rule). */
-function containsAlertWord(lowerContent: string, words: readonly string[]): boolean {
-  for (const w of words) {
-    const word = w.toLowerCase();
-    if (!word) continue;
-    let from = 0;
-    for (;;) {
-      const i = lowerContent.indexOf(word, from);
-      if (i < 0) break;
-      const before = i === 0 ? '' : lowerContent[i - 1]!;
-      const after = lowerContent[i + word.length] ?? '';
-      if (!/[\p{L}\p{N}_]/u.test(before) && !/[\p{L}\p{N}_]/u.test(after)) return true;
-      from = i + 1;
-    }
-  }
-  return false;
+  const r = renderMarkdown(content, ctx);
+  return {
+    html: r.html,
+    mentionedUserIds: new Set(r.mentionedUserIds),
+    mentionedGroupIds: new Set(r.mentionedGroupIds),
+    streamWildcard: r.wildcards.stream,
+    topicWildcard: r.wildcards.topic,
+    hasLink: r.hasLink,
+    hasImage: r.hasImage,
+    hasAttachment: r.hasAttachment,
+    alertWordUserIds: new Set(r.alertWordUserIds),
+    linkifiers: ctx.linkifiers ?? [],
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -282,6 +260,8 @@ export interface PreparedMessage {
   automaticPolicy: number | null;
   /** Mentioned users who follow topics where they are mentioned. */
   followOnMention: number[];
+  /** The realm's linkifiers (for the event's topic_links). */
+  linkifiers: readonly Linkifier[];
   queueId?: string;
   localId?: string;
 }
@@ -453,7 +433,7 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
     target = { kind: 'private', participants, dmKey };
   }
 
-  const rendered = await renderContent(db, realm, content);
+  const rendered = await renderContent(services, realm, sender, content);
   let topicParticipants = new Set<number>();
   if (target.kind === 'stream') {
     const needMany = rendered.streamWildcard ? subscriberCount > WILDCARD_MENTION_THRESHOLD : false;
@@ -487,9 +467,8 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
   }
 
   const mentioned = new Set([...rendered.mentionedUserIds, ...groupMembers]);
-  const [alertWords, mutingUsers] = await Promise.all([fetchRealmAlertWords(db, realm.id), fetchMutingUserIds(db, sender.id)]);
+  const mutingUsers = await fetchMutingUserIds(db, sender.id);
   const readBySender = input.readBySender ?? defaultReadBySender(input.client);
-  const lower = content.toLowerCase();
   const base =
     (rendered.streamWildcard ? FLAG_BITS.stream_wildcard_mentioned : 0) | (target.kind === 'private' ? FLAG_BITS.is_private : 0);
   const flags = new Map<number, number>();
@@ -498,8 +477,7 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
     if ((id === sender.id && readBySender) || mutingUsers.has(id)) f |= FLAG_BITS.read;
     if (mentioned.has(id)) f |= FLAG_BITS.mentioned;
     if (rendered.topicWildcard && topicParticipants.has(id)) f |= FLAG_BITS.topic_wildcard_mentioned;
-    const words = alertWords.get(id);
-    if (words && id !== sender.id && containsAlertWord(lower, words)) f |= FLAG_BITS.has_alert_word;
+    if (rendered.alertWordUserIds.has(id)) f |= FLAG_BITS.has_alert_word;
     flags.set(id, f);
   }
 
@@ -528,6 +506,7 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
     roles,
     automaticPolicy,
     followOnMention,
+    linkifiers: rendered.linkifiers,
     queueId: input.queueId,
     localId: input.localId,
   };
@@ -553,6 +532,7 @@ function eventMessageDict(services: Services, p: PreparedMessage, row: Message):
     users,
     streamNames: new Map(p.target.kind === 'stream' ? [[p.target.stream.id, p.target.stream.name]] : []),
     reactions: new Map(),
+    linkifiers: p.linkifiers,
   };
   return formatMessage(row, rel, {
     applyMarkdown: true,

@@ -501,6 +501,37 @@ forEachDatabase('POST /messages', (server) => {
     assert.equal(ok(await s.cast.bot.client.post('/messages', { type: 'stream', to: name, topic: 'bot topic', content: 'x' })).automatic_new_visibility_policy, undefined);
   });
 
+  test('content is rendered by the Markdown module: mentions, links, topic links from linkifiers', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const name = uniqueName('Rendered');
+    await createChannel(s, name, { subscribers: [hamlet.user, othello.user] });
+    const db = s.app.services.db.kysely;
+    await db.insertInto('linkifiers').values({ realm_id: s.realm.id, pattern: '#(?P<id>[0-9]+)', url_template: 'https://trac.example.com/ticket/{id}', order: 0 }).execute();
+    try {
+      const { result, events } = await captureEvents(s, () =>
+        hamlet.client.post('/messages', { type: 'stream', to: name, topic: 'Bug #123', content: `**Look** @**${othello.user.full_name}** at https://example.com` }),
+      );
+      const id = ok(result).id as number;
+      const row = await messageRow(s, id);
+      assert.equal(
+        row.rendered_content,
+        `<p><strong>Look</strong> <span class="user-mention" data-user-id="${othello.user.id}">@${othello.user.full_name}</span> at <a href="https://example.com">https://example.com</a></p>`,
+      );
+      assert.equal(row.has_link, 1);
+      assert.equal(row.has_image, 0);
+      const message = messageEvents(events)[0]!.event.message as Record<string, unknown>;
+      assert.equal(message.content, row.rendered_content);
+      assert.deepEqual(message.topic_links, [{ text: '#123', url: 'https://trac.example.com/ticket/123' }]);
+      assert.equal(await userMessageFlags(s, othello.user.id, id), FLAG_BITS.mentioned);
+      const me = await sendStream(hamlet.client, name, 'me', '/me waves');
+      const fetched = ok(await othello.client.get(`/messages/${me}`));
+      assert.equal(fetched.message.is_me_message, true);
+    } finally {
+      await db.deleteFrom('linkifiers').where('realm_id', '=', s.realm.id).execute();
+    }
+  });
+
   test('users who muted the sender receive the message already read', async () => {
     const s = server();
     const { hamlet, othello } = s.cast;

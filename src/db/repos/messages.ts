@@ -1,6 +1,6 @@
 import { sql, type Insertable } from 'kysely';
 import type { Tx } from '../index.js';
-import type { Message, MessageTable, User } from '../tables.js';
+import type { Message, MessageTable, Stream, User } from '../tables.js';
 
 export type NewMessage = Insertable<MessageTable>;
 
@@ -388,4 +388,25 @@ export async function fetchUsersWithMessagesInTopic(db: Tx, userIds: readonly nu
     .where('messages.topic_lc', '=', topicLc)
     .execute();
   return new Set(rows.map((r) => r.user_id));
+}
+
+/** Channels of the realm named in a message (exact names), with the sender's subscription if any. */
+export async function fetchStreamsByNamesForMentions(
+  db: Tx,
+  realmId: number,
+  names: readonly string[],
+  subscriberId = 0,
+): Promise<(Stream & { subscriber_id: number | null })[]> {
+  if (names.length === 0) return [];
+  return db
+    .selectFrom('streams')
+    .leftJoin('subscriptions', (j) =>
+      j.onRef('subscriptions.stream_id', '=', 'streams.id').on('subscriptions.user_id', '=', subscriberId).on('subscriptions.active', '=', 1),
+    )
+    .selectAll('streams')
+    .select('subscriptions.user_id as subscriber_id')
+    .where('streams.realm_id', '=', realmId)
+    .where('streams.deactivated', '=', 0)
+    .where('streams.name', 'in', [...names])
+    .execute();
 }

@@ -10,6 +10,8 @@ import {
 } from '../../db/repos/messages.js';
 import { avatarUrl, avatarUrlOmittable } from '../avatar.js';
 import { flagsList } from '../message_flags.js';
+import { topicLinks, type Linkifier } from '../markdown/index.js';
+import { fetchLinkifiers } from '../../db/repos/settings.js';
 
 export interface DisplayRecipientUser {
   id: number;
@@ -78,6 +80,8 @@ export interface MessageRelations {
   users: Map<number, MessageUserRow>;
   streamNames: Map<number, string>;
   reactions: Map<number, ReactionRow[]>;
+  /** The realm's linkifiers, for topic_links. */
+  linkifiers: readonly Linkifier[];
 }
 
 /**
@@ -159,7 +163,7 @@ export function formatMessage(row: Message, rel: MessageRelations, opts: Message
     display_recipient: displayRecipient,
     recipient_id: recipientIdFor(row),
     subject: topic,
-    topic_links: [],
+    topic_links: isStream && rel.linkifiers.length ? topicLinks(row.topic, rel.linkifiers) : [],
     submessages: [],
     timestamp: row.date_sent,
     type: isStream ? 'stream' : 'private',
@@ -181,12 +185,12 @@ export function formatMessage(row: Message, rel: MessageRelations, opts: Message
 }
 
 /**
- * Loads what formatting `rows` needs in at most three queries (users, channel names,
- * reactions), however many messages there are.
+ * Loads what formatting `rows` needs in four queries (users, channel names, reactions,
+ * linkifiers), however many messages there are.
  */
 export async function fetchMessageRelations(
   db: Tx,
-  realm: Pick<Realm, 'string_id'>,
+  realm: Pick<Realm, 'id' | 'string_id'>,
   realmUrl: string,
   rows: readonly Message[],
 ): Promise<MessageRelations> {
@@ -197,10 +201,11 @@ export async function fetchMessageRelations(
     if (r.type === 'stream') streamIds.add(r.stream_id ?? 0);
     else for (const id of dmParticipantIds(r.dm_key)) userIds.add(id);
   }
-  const [users, streamNames, reactionRows] = await Promise.all([
+  const [users, streamNames, reactionRows, linkifiers] = await Promise.all([
     fetchMessageUsers(db, [...userIds]),
     fetchStreamNames(db, [...streamIds]),
     fetchReactions(db, rows.map((r) => r.id)),
+    streamIds.size ? fetchLinkifiers(db, realm.id) : Promise.resolve([]),
   ]);
   const reactions = new Map<number, ReactionRow[]>();
   for (const r of reactionRows) {
@@ -208,7 +213,7 @@ export async function fetchMessageRelations(
     if (list) list.push(r);
     else reactions.set(r.message_id, [r]);
   }
-  return { realm, realmUrl, users, streamNames, reactions };
+  return { realm, realmUrl, users, streamNames, reactions, linkifiers };
 }
 
 /**
@@ -218,7 +223,7 @@ export async function fetchMessageRelations(
  */
 export async function formatMessages(
   db: Tx,
-  realm: Pick<Realm, 'string_id'>,
+  realm: Pick<Realm, 'id' | 'string_id'>,
   realmUrl: string,
   rows: readonly Message[],
   opts: MessageDictOptions,
