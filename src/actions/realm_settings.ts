@@ -33,6 +33,7 @@ import {
 } from '../lib/user_settings.js';
 import type { ZulipEvent } from '../events/bus.js';
 import type { Services } from '../services.js';
+import { realmUrl } from '../lib/urls.js';
 import { syncEmailVisibility } from './users.js';
 
 /** A validated PATCH /realm: only the values that differ from the current ones matter. */
@@ -145,7 +146,7 @@ export async function doUpdateRealmSettings(
         type: 'realm',
         op: 'update_dict',
         property: 'default',
-        data: { description: update.description, rendered_description: renderRealmDescription(update.description) },
+        data: { description: update.description, rendered_description: renderRealmDescription(update.description, realmUrl(services.config, realm)) },
       });
       audit.push({ property: 'description', old: row.description, new: update.description });
     }

@@ -80,13 +80,13 @@ forEachDatabase('PATCH /realm', (server) => {
       type: 'realm',
       op: 'update_dict',
       property: 'default',
-      data: { description: 'A **castle** <b>\n\nSecond', rendered_description: '<p>A **castle** &lt;b&gt;</p>\n<p>Second</p>' },
+      data: { description: 'A **castle** <b>\n\nSecond', rendered_description: '<p>A <strong>castle</strong> &lt;b&gt;</p>\n<p>Second</p>' },
     });
     assertEventsConform(events.map((e) => e.event));
     // GET /server_settings shows the new name and the rendered description.
     const settings = ok(await s.anonymous.get('/server_settings'));
     assert.equal(settings.realm_name, 'Elsinore');
-    assert.equal(settings.realm_description, '<p>A **castle** &lt;b&gt;</p>\n<p>Second</p>');
+    assert.equal(settings.realm_description, '<p>A <strong>castle</strong> &lt;b&gt;</p>\n<p>Second</p>');
   });
 
   test('a value equal to the current one changes nothing and sends no event', async () => {

@@ -23,6 +23,7 @@ import {
   type StoredUserSettings,
 } from '../user_settings.js';
 import { realmIconUrl, realmUrl } from '../urls.js';
+import { renderMarkdown } from '../markdown/index.js';
 import {
   MAX_FILE_UPLOAD_SIZE_MIB,
   MAX_MESSAGE_LENGTH,
@@ -265,19 +266,11 @@ export function formatRealmUserSettingsDefaults(defaults: StoredUserSettings): R
 }
 
 
-function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
-}
-
 /**
  * The realm description as HTML (realm_description in GET /server_settings, rendered_description
- * in events): escaped paragraphs, line breaks kept.
+ * in events): Zulip Markdown without mentions or previews, as Zulip's render_realm_description.
  */
-export function renderRealmDescription(description: string): string {
+export function renderRealmDescription(description: string, realmBaseUrl: string): string {
   if (!description.trim()) return '';
-  return description
-    .trim()
-    .split(/\n\s*\n/)
-    .map((para) => `<p>${escapeHtml(para).replace(/\n/g, '<br>\n')}</p>`)
-    .join('\n');
+  return renderMarkdown(description, { realmUrl: realmBaseUrl, inlineImagePreview: false }).html;
 }

@@ -45,7 +45,7 @@ export function registerServerRoutes(app: FastifyInstance, services: Services): 
         realm_uri: url,
         realm_name: realm.name,
         realm_icon: realmIconUrl(services.config, realm),
-        realm_description: renderRealmDescription(realm.description),
+        realm_description: renderRealmDescription(realm.description, url),
         realm_web_public_access_enabled: webPublic,
       };
     },
