@@ -47,6 +47,20 @@ function pyString(quote: string, cls: string): Rule[] {
   );
 }
 
+/** f-strings: like strings, with `{expression}` interpolations lexed as code. */
+function pyFString(quote: string, cls: string): Rule[] {
+  const single = quote.length === 1;
+  return rules(
+    ['\\{\\{|\\}\\}', 'se'],
+    ['\\\\([\\\\abfnrtv"\'\\n]|x[a-fA-F0-9]{2}|[0-7]{1,3}|N\\{[^}]*\\}|u[a-fA-F0-9]{4}|U[a-fA-F0-9]{8})', 'se'],
+    [quote, cls, '#pop'],
+    ['\\{', 'si', 'fexpr'],
+    ['\\}', 'si'],
+    [`[^\\\\${quote[0]}{}\\n]+`, cls],
+    [single ? '[\\\\\\n]' : `[\\\\${quote[0]}\\n]`, cls],
+  );
+}
+
 const PYTHON: Lexer = {
   root: [
     ...rules(
@@ -60,13 +74,18 @@ const PYTHON: Lexer = {
       [`(${PY_KEYWORDS})\\b`, 'k'],
       ['(def)([^\\S\\n]+)', ['k', ''], 'funcname'],
       ['(class)([^\\S\\n]+)', ['k', ''], 'classname'],
-      ['(from|import)\\b', 'kn'],
+      ['(from)([^\\S\\n]+)', ['kn', ''], 'fromimport'],
+      ['(import)([^\\S\\n]+)', ['kn', ''], 'import'],
       ['(in|is|and|or|not)\\b', 'ow'],
       ['(True|False|None)\\b', 'kc'],
-      ['([rRbBfFuU]{0,2})(""")', ['sa', 's2'], 'tdqs'],
-      ["([rRbBfFuU]{0,2})(''')", ['sa', 's1'], 'tsqs'],
-      ['([rRbBfFuU]{0,2})(")', ['sa', 's2'], 'dqs'],
-      ["([rRbBfFuU]{0,2})(')", ['sa', 's1'], 'sqs'],
+      ['([fF][rR]?|[rR][fF])(""")', ['sa', 's2'], 'tdqf'],
+      ["([fF][rR]?|[rR][fF])(''')", ['sa', 's1'], 'tsqf'],
+      ['([fF][rR]?|[rR][fF])(")', ['sa', 's2'], 'dqf'],
+      ["([fF][rR]?|[rR][fF])(')", ['sa', 's1'], 'sqf'],
+      ['([rRbBuU]{0,2})(""")', ['sa', 's2'], 'tdqs'],
+      ["([rRbBuU]{0,2})(''')", ['sa', 's1'], 'tsqs'],
+      ['([rRbBuU]{0,2})(")', ['sa', 's2'], 'dqs'],
+      ["([rRbBuU]{0,2})(')", ['sa', 's1'], 'sqs'],
       ['[^\\S\\n]+', ''],
       ['(\\d(?:_?\\d)*\\.(?:\\d(?:_?\\d)*)?|(?:\\d(?:_?\\d)*)?\\.\\d(?:_?\\d)*)([eE][+-]?\\d(?:_?\\d)*)?j?', 'mf'],
       ['\\d(?:_?\\d)*[eE][+-]?\\d(?:_?\\d)*j?', 'mf'],
@@ -80,13 +99,35 @@ const PYTHON: Lexer = {
       ['(?<!\\.)(self|Ellipsis|NotImplemented|cls)\\b', 'bp'],
       [`(?<!\\.)(${PY_EXCEPTIONS})\\b`, 'ne'],
       ['__[a-zA-Z_]\\w*__', 'fm'],
-      ['@[\\w.]+', 'nd'],
+      ['@[\\p{L}_][\\p{L}\\p{N}_.]*', 'nd'],
+      ['@', 'o'],
       ['[\\p{L}_][\\p{L}\\p{N}_]*', 'n'],
       ['.', 'err'],
     ),
   ],
   funcname: rules(['__[a-zA-Z_]\\w*__', 'fm', '#pop'], ['[\\p{L}_][\\p{L}\\p{N}_]*', 'nf', '#pop'], ['', '', '#pop']),
   classname: rules(['[\\p{L}_][\\p{L}\\p{N}_]*', 'nc', '#pop'], ['', '', '#pop']),
+  import: rules(
+    ['([^\\S\\n]+)(as)([^\\S\\n]+)', ['', 'k', '']],
+    ['\\.', 'nn'],
+    ['[\\p{L}_][\\p{L}\\p{N}_]*', 'nn'],
+    ['([^\\S\\n]*)(,)([^\\S\\n]*)', ['', 'o', '']],
+    ['', '', '#pop'],
+  ),
+  fromimport: rules(
+    ['([^\\S\\n]+)(import)\\b', ['', 'kn'], '#pop'],
+    ['\\.', 'nn'],
+    ['None\\b', 'kc', '#pop'],
+    ['[\\p{L}_][\\p{L}\\p{N}_]*', 'nn'],
+    ['', '', '#pop'],
+  ),
+  fexpr: [
+    ...rules(['(=\\s*)?(![sraf])?\\}', 'si', '#pop'], ['(=\\s*)?(![sraf])?:', 'si', '#pop'], ['\\s+', '']),
+  ],
+  dqf: pyFString('"', 's2'),
+  sqf: pyFString("'", 's1'),
+  tdqf: pyFString('"""', 's2'),
+  tsqf: pyFString("'''", 's1'),
   dqs: pyString('"', 's2'),
   sqs: pyString("'", 's1'),
   tdqs: pyString('"""', 's2'),
@@ -119,6 +160,8 @@ const TEX: Lexer = {
   displaymath: rules(['\\\\\\]', 's', '#pop'], ['\\$\\$', 's', '#pop'], ['\\$', 'nb']),
   command: rules(['\\[.*?\\]', 'na'], ['\\*', 'k'], ['', '', '#pop']),
 };
+// Interpolations inside f-strings are ordinary expressions.
+PYTHON.fexpr!.push(...PYTHON.root!.filter((r) => !r.re.source.startsWith('\\n')));
 TEX.inlinemath!.push(...TEX.math!);
 TEX.displaymath!.push(...TEX.math!);
 

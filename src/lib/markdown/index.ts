@@ -4,7 +4,7 @@ import { highlightCode } from './highlight.js';
 import { InlineProcessor } from './inline.js';
 import { MAX_MARKDOWN_INPUT } from './limits.js';
 import type { Linkifier } from './linkifiers.js';
-import { processLinks } from './links.js';
+import { processLinks, type LinkScan } from './links.js';
 import { buildPatterns, type Lookups, type MentionGroup, type MentionUser, type Mentions, type RealmEmoji } from './patterns.js';
 import { ETX, FencedBlocks, HtmlStash, STX, normalizeWhitespace, separateHangingLists } from './preprocess.js';
 import { escapeHtml, escapeText, serialize } from './serialize.js';
@@ -97,7 +97,9 @@ function emptyMentions(): Mentions {
   return { userIds: new Set(), silentUserIds: new Set(), groupIds: new Set(), streamWildcard: false, topicWildcard: false };
 }
 
-function result(html: string, content: string, ctx: MarkdownContext, mentions: Mentions, links: Omit<RenderResult, 'html' | 'mentionedUserIds' | 'silentMentionedUserIds' | 'mentionedGroupIds' | 'wildcards' | 'isMeMessage' | 'alertWordUserIds' | 'hasAttachment'>): RenderResult {
+const NO_LINKS: LinkScan = { hasLink: false, hasImage: false, attachmentPathIds: [] };
+
+function result(html: string, content: string, ctx: MarkdownContext, mentions: Mentions, links: LinkScan): RenderResult {
   const sorted = (s: Set<number>): number[] => [...s].sort((a, b) => a - b);
   return {
     html,
@@ -122,7 +124,7 @@ function plainResult(content: string, ctx: MarkdownContext): RenderResult {
         .map((p) => `<p>${escapeHtml(p).replaceAll('\n', '<br>\n')}</p>`)
         .join('\n')
     : '';
-  return result(html, content, ctx, emptyMentions(), { hasLink: false, hasImage: false, attachmentPathIds: [] });
+  return result(html, content, ctx, emptyMentions(), NO_LINKS);
 }
 
 function lookupsFor(ctx: MarkdownContext): Lookups {
@@ -166,7 +168,7 @@ function lookupsFor(ctx: MarkdownContext): Lookups {
 
 function render(content: string, ctx: MarkdownContext): RenderResult {
   const mentions = emptyMentions();
-  if (!content.trim()) return result('', content, ctx, mentions, { hasLink: false, hasImage: false, attachmentPathIds: [] });
+  if (!content.trim()) return result('', content, ctx, mentions, NO_LINKS);
   const stash = new HtmlStash();
   let lines = separateHangingLists(content.split('\n'));
   lines = normalizeWhitespace(lines);

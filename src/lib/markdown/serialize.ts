@@ -18,7 +18,9 @@ export function escapeText(text: string): string {
 }
 
 export function escapeAttribute(text: string): string {
-  text = escapeText(text);
+  // Raw-HTML placeholders are restored after serialization; one that reached an attribute
+  // (e.g. math inside a link target) must not be, or its markup would break out of the quotes.
+  text = escapeText(text.replace(/[\u0002\u0003]/g, ''));
   if (text.includes('"')) text = text.replaceAll('"', '&quot;');
   return text;
 }
