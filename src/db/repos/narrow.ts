@@ -2,7 +2,7 @@ import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Dialect, Tx } from '../index.js';
 import type { Message } from '../tables.js';
 import type { StreamAccessRow } from './messages.js';
-import { searchCondition } from './search.js';
+import { ftsDrivenCondition, searchCondition } from './search.js';
 import type { NarrowCondition, ResolvedNarrow } from '../../lib/narrow/conditions.js';
 import { FLAG_BITS } from '../../lib/message_flags.js';
 import { RESOLVED_TOPIC_PREFIX } from '../../lib/narrow/terms.js';
@@ -86,57 +86,81 @@ function conditionSql(c: NarrowCondition, reader: NarrowReader): RawBuilder<SqlB
 
 export type Base = 'user' | 'history';
 
-export interface NarrowSelect {
+/**
+ * How one narrow query runs: its base (see above), the column it is ordered and bounded
+ * by, which decides the index that drives it, and for SQLite searches whether the FTS5
+ * table drives (`fts`).
+ */
+interface Plan {
   base: Base;
-  conditions: NarrowCondition[];
+  id: RawBuilder<number>;
+  fts: RawBuilder<SqlBool> | null;
+}
+
+/**
+ * The reader's rows in message order (primary key (user_id, message_id), or a partial
+ * index for is:starred and the like) suit most narrows. A condition with its own index on
+ * messages (a direct-message conversation, a sender, one channel, an ID) drives from that
+ * index instead, looking up the reader's row per message; in history mode the channel
+ * indexes (stream_id[, topic_lc], id) give the order. A SQLite search without such a
+ * narrow condition walks the full-text matches newest first.
+ */
+function planFor(reader: NarrowReader, narrow: ResolvedNarrow, base: Base): Plan {
+  const selective = (kinds: NarrowCondition['kind'][]): boolean =>
+    narrow.conditions.some((c) => !c.negated && (kinds.includes(c.kind) || (c.kind === 'stream' && c.streamIds.length === 1 && kinds.includes('stream'))));
+  if (reader.dialect === 'sqlite' && narrow.search && !selective(['topic', 'dm', 'id'])) {
+    const fts = ftsDrivenCondition(narrow.search);
+    if (fts) return { base, id: sql<number>`messages_fts.rowid`, fts };
+  }
+  if (base === 'history' || selective(['dm', 'sender', 'id', 'stream'])) return { base, id: sql<number>`m.id`, fts: null };
+  return { base, id: sql<number>`um.message_id`, fts: null };
+}
+
+export interface NarrowSelect {
   narrow: ResolvedNarrow;
-  /** Extra conditions, e.g. an ID range. */
+  /** Conditions beyond the narrow's own (first_unread adds unread and muting). */
+  conditions?: NarrowCondition[];
+  /** Extra SQL conditions, e.g. an ID range. */
   extra?: RawBuilder<SqlBool>[];
 }
 
-function fromClause(reader: NarrowReader, base: Base): RawBuilder<unknown> {
-  return base === 'user'
+function fromClause(reader: NarrowReader, plan: Plan): RawBuilder<unknown> {
+  // CROSS JOIN fixes SQLite's join order: the full-text matches are the outer loop.
+  if (plan.fts) {
+    return plan.base === 'user'
+      ? sql`FROM messages_fts CROSS JOIN user_messages um CROSS JOIN messages m`
+      : sql`FROM messages_fts CROSS JOIN messages m LEFT JOIN user_messages um ON um.user_id = ${reader.userId} AND um.message_id = m.id`;
+  }
+  return plan.base === 'user'
     ? sql`FROM user_messages um JOIN messages m ON m.id = um.message_id`
     : sql`FROM messages m LEFT JOIN user_messages um ON um.user_id = ${reader.userId} AND um.message_id = m.id`;
 }
 
-function whereClause(reader: NarrowReader, q: NarrowSelect): RawBuilder<unknown> {
+function whereClause(reader: NarrowReader, plan: Plan, q: NarrowSelect): RawBuilder<unknown> {
   const parts: RawBuilder<SqlBool>[] = [];
-  if (q.base === 'user') parts.push(sql<SqlBool>`um.user_id = ${reader.userId}`);
-  for (const c of [...q.narrow.conditions, ...q.conditions]) parts.push(conditionSql(c, reader));
-  if (q.narrow.search) parts.push(searchCondition(reader.dialect, q.narrow.search));
+  if (plan.fts) parts.push(plan.fts);
+  if (plan.base === 'user') parts.push(sql<SqlBool>`um.user_id = ${reader.userId}`);
+  if (plan.fts && plan.base === 'user') parts.push(sql<SqlBool>`um.message_id = messages_fts.rowid`);
+  for (const c of [...q.narrow.conditions, ...(q.conditions ?? [])]) parts.push(conditionSql(c, reader));
+  if (q.narrow.search && !plan.fts) parts.push(searchCondition(reader.dialect, q.narrow.search));
   parts.push(...(q.extra ?? []));
-  return parts.length ? sql`WHERE ${sql.join(parts, sql` AND `)}` : sql``;
-}
-
-/**
- * The column to order and bound by, which decides the index that drives the query. The
- * reader's rows in message order (primary key (user_id, message_id), or a partial index
- * for is:starred and the like) suit most narrows; a condition with its own index on
- * messages (a direct-message conversation, a sender, one channel, an ID) drives from that
- * index instead, looking up the reader's row per message. In history mode the channel
- * indexes (stream_id[, topic_lc], id) give the order.
- */
-function idColumn(base: Base, narrow: ResolvedNarrow): RawBuilder<number> {
-  if (base === 'history') return sql<number>`m.id`;
-  const messageIndexed = narrow.conditions.some(
-    (c) => !c.negated && (c.kind === 'dm' || c.kind === 'sender' || c.kind === 'id' || (c.kind === 'stream' && c.streamIds.length === 1)),
-  );
-  return messageIndexed ? sql<number>`m.id` : sql<number>`um.message_id`;
+  return sql`WHERE ${sql.join(parts, sql` AND `)}`;
 }
 
 async function selectRows(
   db: Tx,
   reader: NarrowReader,
+  plan: Plan,
   q: NarrowSelect,
   order: 'ASC' | 'DESC',
   limit: number | null,
 ): Promise<NarrowRow[]> {
-  const id = idColumn(q.base, q.narrow);
   const limitSql = limit === null ? sql`` : sql`LIMIT ${sql.lit(limit)}`;
-  const { rows } = await sql<NarrowRow>`SELECT m.*, um.flags AS um_flags ${fromClause(reader, q.base)} ${whereClause(reader, q)} ORDER BY ${id} ${sql.raw(order)} ${limitSql}`.execute(db);
+  const { rows } = await sql<NarrowRow>`SELECT m.*, um.flags AS um_flags ${fromClause(reader, plan)} ${whereClause(reader, plan, q)} ORDER BY ${plan.id} ${sql.raw(order)} ${limitSql}`.execute(db);
   return rows.map((r) => ({ ...r, um_flags: r.um_flags === null ? null : Number(r.um_flags) }));
 }
+
+const baseOf = (narrow: ResolvedNarrow): Base => (narrow.includeHistory ? 'history' : 'user');
 
 export interface RangeQuery {
   anchor: number;
@@ -153,9 +177,9 @@ export interface RangeQuery {
  * tell whether it reached the end. Rows come back in ascending ID order.
  */
 export async function fetchNarrowRange(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, r: RangeQuery): Promise<NarrowRow[]> {
-  const base: Base = narrow.includeHistory ? 'history' : 'user';
-  const q = (extra: RawBuilder<SqlBool>[]): NarrowSelect => ({ base, conditions: [], narrow, extra });
-  const id = idColumn(base, narrow);
+  const plan = planFor(reader, narrow, baseOf(narrow));
+  const id = plan.id;
+  const q = (extra: RawBuilder<SqlBool>[]): NarrowSelect => ({ narrow, extra });
   const needBefore = !r.anchoredToLeft && r.numBefore > 0;
   const needAfter = !r.anchoredToRight && r.numAfter > 0;
   const include = r.includeAnchor ? 1 : 0;
@@ -163,18 +187,18 @@ export async function fetchNarrowRange(db: Tx, reader: NarrowReader, narrow: Res
   let after: NarrowRow[] = [];
   if (needBefore && needAfter) {
     [before, after] = await Promise.all([
-      selectRows(db, reader, q([sql<SqlBool>`${id} <= ${r.anchor - 1}`]), 'DESC', r.numBefore),
-      selectRows(db, reader, q([sql<SqlBool>`${id} >= ${r.anchor}`]), 'ASC', r.numAfter + 1),
+      selectRows(db, reader, plan, q([sql<SqlBool>`${id} <= ${r.anchor - 1}`]), 'DESC', r.numBefore),
+      selectRows(db, reader, plan, q([sql<SqlBool>`${id} >= ${r.anchor}`]), 'ASC', r.numAfter + 1),
     ]);
   } else if (needBefore) {
     const bound = r.anchoredToRight ? [] : [sql<SqlBool>`${id} <= ${r.anchor - (1 - include)}`];
-    before = await selectRows(db, reader, q(bound), 'DESC', r.numBefore + (r.anchoredToRight ? 0 : include));
+    before = await selectRows(db, reader, plan, q(bound), 'DESC', r.numBefore + (r.anchoredToRight ? 0 : include));
   } else if (needAfter) {
     const bound = r.anchoredToLeft ? [] : [sql<SqlBool>`${id} >= ${r.anchor + (1 - include)}`];
-    after = await selectRows(db, reader, q(bound), 'ASC', r.numAfter + include);
+    after = await selectRows(db, reader, plan, q(bound), 'ASC', r.numAfter + include);
   } else {
     // Nothing on either side: at most the anchor itself (e.g. a message ID lookup).
-    after = await selectRows(db, reader, q([sql<SqlBool>`${id} = ${r.anchor}`]), 'ASC', null);
+    after = await selectRows(db, reader, plan, q([sql<SqlBool>`${id} = ${r.anchor}`]), 'ASC', null);
   }
   return [...before.reverse(), ...after];
 }
@@ -182,8 +206,8 @@ export async function fetchNarrowRange(db: Tx, reader: NarrowReader, narrow: Res
 /** The narrow's messages among `ids` (GET /messages with message_ids), ascending. */
 export async function fetchNarrowByIds(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, ids: readonly number[]): Promise<NarrowRow[]> {
   if (ids.length === 0) return [];
-  const base: Base = narrow.includeHistory ? 'history' : 'user';
-  return selectRows(db, reader, { base, conditions: [], narrow, extra: [sql<SqlBool>`${idColumn(base, narrow)} IN (${sql.join([...ids])})`] }, 'ASC', null);
+  const plan = planFor(reader, narrow, baseOf(narrow));
+  return selectRows(db, reader, plan, { narrow, extra: [sql<SqlBool>`${plan.id} IN (${sql.join([...ids])})`] }, 'ASC', null);
 }
 
 /**
@@ -191,24 +215,22 @@ export async function fetchNarrowByIds(db: Tx, reader: NarrowReader, narrow: Res
  * reader's rows, skipping muted conversations (`muting`), or null.
  */
 export async function findFirstUnread(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, muting: NarrowCondition): Promise<number | null> {
-  const { rows } = await sql<{ id: number }>`SELECT um.message_id AS id ${fromClause(reader, 'user')} ${whereClause(reader, {
-    base: 'user',
+  // The reader's unread rows are few: walk the partial index user_messages_unread.
+  const plan: Plan = { base: 'user', id: sql<number>`um.message_id`, fts: null };
+  const { rows } = await sql<{ id: number }>`SELECT m.id ${fromClause(reader, plan)} ${whereClause(reader, plan, {
     narrow,
     conditions: [{ kind: 'unread', negated: false }, muting],
-  })} ORDER BY um.message_id ASC LIMIT 1`.execute(db);
+  })} ORDER BY ${plan.id} ASC LIMIT 1`.execute(db);
   return rows[0] ? Number(rows[0].id) : null;
 }
 
 /** The oldest message of the narrow sent at or after `since` (Unix seconds), for anchor=date. */
 export async function findFirstSince(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, since: number): Promise<number | null> {
-  const base: Base = narrow.includeHistory ? 'history' : 'user';
-  const id = idColumn(base, narrow);
-  const { rows } = await sql<{ id: number }>`SELECT ${id} AS id ${fromClause(reader, base)} ${whereClause(reader, {
-    base,
+  const plan = planFor(reader, narrow, baseOf(narrow));
+  const { rows } = await sql<{ id: number }>`SELECT m.id ${fromClause(reader, plan)} ${whereClause(reader, plan, {
     narrow,
-    conditions: [],
     extra: [sql<SqlBool>`m.date_sent >= ${since}`],
-  })} ORDER BY ${id} ASC LIMIT 1`.execute(db);
+  })} ORDER BY ${plan.id} ASC LIMIT 1`.execute(db);
   return rows[0] ? Number(rows[0].id) : null;
 }
 
@@ -224,10 +246,10 @@ export interface MatchRow {
  */
 export async function fetchMatchingMessages(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, ids: readonly number[]): Promise<MatchRow[]> {
   if (ids.length === 0) return [];
-  const { rows } = await sql<MatchRow>`SELECT m.id, m.topic, m.rendered_content ${fromClause(reader, 'user')} ${whereClause(reader, {
-    base: 'user',
+  // Few IDs: look them up directly rather than walking search matches.
+  const plan: Plan = { base: 'user', id: sql<number>`um.message_id`, fts: null };
+  const { rows } = await sql<MatchRow>`SELECT m.id, m.topic, m.rendered_content ${fromClause(reader, plan)} ${whereClause(reader, plan, {
     narrow,
-    conditions: [],
     extra: [sql<SqlBool>`um.message_id IN (${sql.join([...ids])})`],
   })} ORDER BY um.message_id`.execute(db);
   return rows.map((r) => ({ ...r, id: Number(r.id) }));
