@@ -26,6 +26,7 @@ import {
 } from '../lib/group_settings.js';
 import { formatUserGroup, groupPermissions } from '../lib/format/user_groups.js';
 import { MAX_USER_GROUP_NAME_LENGTH } from '../version.js';
+import { REALM_GROUP_SETTING_NAMES, realmSettings } from '../lib/realm_settings.js';
 import type { Services } from '../services.js';
 
 const INVALID_NAME_PREFIXES = ['@', 'role:', 'user:', 'stream:', 'channel:'];
@@ -259,10 +260,9 @@ export async function checkDeactivateUserGroup(services: Services, realm: Realm,
       .map(([k]) => k);
     if (settings.length) objections.push({ type: 'user_group', group_id: g.id, settings });
   }
-  const realmSettings = Object.entries(JSON.parse(realm.settings) as Record<string, unknown>)
-    .filter(([k, v]) => k.endsWith('_group') && usesGroup(v as GroupSettingValue, group.id))
-    .map(([k]) => k);
-  if (realmSettings.length) objections.push({ type: 'realm', settings: realmSettings });
+  const settings = realmSettings(realm);
+  const usedByRealm = REALM_GROUP_SETTING_NAMES.filter((name) => usesGroup(settings[name], group.id));
+  if (usedByRealm.length) objections.push({ type: 'realm', settings: usedByRealm });
   if (objections.length) {
     throw new JsonableError('Cannot deactivate user group in use.', 'CANNOT_DEACTIVATE_GROUP_IN_USE', 400, { objections });
   }

@@ -155,6 +155,13 @@ forEachDatabase('user groups', (server) => {
     const used = err(await hamlet.post(`/user_groups/${user}/deactivate`), 400, 'CANNOT_DEACTIVATE_GROUP_IN_USE');
     assert.deepEqual(used.objections, [{ type: 'user_group', group_id: setter, settings: ['can_mention_group'] }]);
 
+    // A group used by a realm setting: can_create_groups does not end in _group.
+    const creators = await createGroup(s, 'creators');
+    ok(await s.cast.owner.client.patch('/realm', { can_create_groups: { new: creators } }));
+    const byRealm = err(await hamlet.post(`/user_groups/${creators}/deactivate`), 400, 'CANNOT_DEACTIVATE_GROUP_IN_USE');
+    assert.deepEqual(byRealm.objections, [{ type: 'realm', settings: ['can_create_groups'] }]);
+    ok(await s.cast.owner.client.patch('/realm', { can_create_groups: { new: await systemGroupId(s, 'role:members') } }));
+
     const lonely = await createGroup(s, 'lonely');
     const { result, events } = await captureEvents(s, () => hamlet.post(`/user_groups/${lonely}/deactivate`));
     ok(result);
