@@ -26,7 +26,7 @@ import {
   setSubscriptionsActive,
   updateSubscriptionRow,
 } from '../db/repos/subscriptions.js';
-import { fetchRealmUsers } from '../db/repos/users.js';
+import { fetchRealmUsers, fetchUsersByIds } from '../db/repos/users.js';
 import { fetchActiveUserIds } from '../db/repos/user_groups.js';
 import { JsonableError, badRequest, insufficientPermission, ownerRequired, streamDoesNotExist } from '../errors.js';
 import type { ZulipEvent } from '../events/bus.js';
@@ -53,7 +53,7 @@ import {
   type StreamFormatContext,
   type SubscriptionProperty,
 } from '../lib/format/streams.js';
-import { accessUserByEmail, accessUserById } from '../lib/access/users.js';
+import { accessUserByEmail, checkUserAccess } from '../lib/access/users.js';
 import { checkGroupSettingValue, loadGroupMembership, type GroupMembership, type GroupSettingValue } from '../lib/group_settings.js';
 import { realmSettings } from '../lib/realm_settings.js';
 import { ROLE_GUEST, isAdmin, isOwner } from '../lib/roles.js';
@@ -665,10 +665,14 @@ export const cleanStreamDescription = (description: string): string => descripti
 export async function resolvePrincipals(services: Services, caller: ChannelCaller, principals: readonly (number | string)[]): Promise<User[]> {
   const out = new Map<number, User>();
   const opts = { allowDeactivated: false, allowBots: true, forAdmin: false };
+  const ids = principals.filter((x): x is number => typeof x === 'number');
+  // IDs in one query (a request may name hundreds of users); emails one by one.
+  const found = new Map((await fetchUsersByIds(caller.db, caller.realm.id, ids)).map((u) => [u.id, u]));
+  if (ids.some((id) => !found.has(id))) throw badRequest('No such user');
   for (const principal of principals) {
     const user =
       typeof principal === 'number'
-        ? await accessUserById(caller.db, caller.realm, caller.user, principal, opts)
+        ? await checkUserAccess(caller.db, caller.realm, caller.user, found.get(principal)!, opts)
         : await accessUserByEmail(caller.db, services.config, caller.realm, caller.user, principal, opts);
     out.set(user.id, user);
   }
