@@ -295,6 +295,12 @@ forEachDatabase('channels', (server) => {
     ok(await admin.client.patch(`/streams/${id}`, { is_default_stream: true }));
     err(await admin.client.patch(`/streams/${id}`, { is_private: true }), 400, 'BAD_REQUEST', 'A default channel cannot be private.');
     ok(await admin.client.patch(`/streams/${id}`, { is_default_stream: false }));
+
+    // Changing privacy needs content access, even for administrators.
+    await create(othello.client, 'Flip closed', { invite_only: true });
+    const closed = await idOf(othello.client, 'Flip closed');
+    err(await admin.client.patch(`/streams/${closed}`, { is_private: false }), 400, 'BAD_REQUEST', 'Channel content access is required.');
+    ok(await admin.client.patch(`/streams/${closed}`, { description: 'administrators may still describe it' }));
   });
 
   test('PATCH /streams/{id}: group settings as {new, old} updates', async () => {
