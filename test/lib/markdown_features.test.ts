@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import {
   MAX_BLOCK_NESTING,
   MAX_MARKDOWN_INPUT,
@@ -200,6 +201,22 @@ test('raw HTML and unsafe URLs are always escaped', () => {
   );
   // The renderer's internal placeholders cannot be forged.
   assert.equal(html('a\u0002wzxhzdk:0\u0003b\u0002klzzwxh:0000\u0003'), '<p>awzxhzdk:0bklzzwxh:0000</p>');
+});
+
+test('random Markdown never yields scripts, event handlers or javascript: links', () => {
+  const tokens = [
+    '<script>', '</script>', '<img src=x onerror=alert(1)>', '" onerror="alert(1)', "'", '"', 'javascript:alert(1)',
+    '[x](', ')', '](', '<', '>', '&', '&#60;', '`', '```', '```spoiler ', '```math', '~~~quote', '\n', '\n\n', '> ',
+    '* ', '1. ', '**', '*', '~~', '$$', '\\', '@**King Hamlet**', '#**Denmark**', ':smile:', ':party:', '<time:',
+    'http://x.com/a.png', 'https://chat.example.com/#narrow', '#1234', ' ', 'x', '|', '-|-', '    ',
+  ];
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom(...tokens), { maxLength: 40 }), (parts) => {
+      const out = renderMarkdown(parts.join(''), ctx).html;
+      assert.doesNotMatch(out, /<script|<[a-z][^>]*\son[a-z]+=|href="\s*javascript:|[\u0002\u0003]/i);
+    }),
+    { numRuns: 400, seed: 1 },
+  );
 });
 
 test('code blocks, math, time and /me', () => {

@@ -226,6 +226,11 @@ export function emojiCodeToNames(): Record<string, string[]> {
   return Object.fromEntries([...getTables().codeToNames].map(([k, v]) => [k, [...v]]));
 }
 
+/** The document served at `server_emoji_data_url`. */
+export function serverEmojiData(): { code_to_names: Record<string, string[]> } {
+  return { code_to_names: emojiCodeToNames() };
+}
+
 /** The emoji_code for a Unicode emoji string (U+FE0F ignored), if Zulip knows the emoji. */
 export function unicodeEmojiToCode(emoji: string): string | undefined {
   const code = [...emoji.replaceAll('\uFE0F', '')]

@@ -6,7 +6,8 @@
 
 export class Element {
   tag: string;
-  readonly attrib = new Map<string, string>();
+  // Created on first use: most elements (paragraphs, emphasis, line breaks) have no attributes.
+  private attributes: Map<string, string> | undefined;
   text: string | null = null;
   textAtomic = false;
   tail: string | null = null;
@@ -15,11 +16,20 @@ export class Element {
 
   constructor(tag: string, attrib?: Record<string, string>) {
     this.tag = tag;
-    if (attrib) for (const [k, v] of Object.entries(attrib)) this.attrib.set(k, v);
+    if (attrib) this.attributes = new Map(Object.entries(attrib));
+  }
+
+  get attrib(): Map<string, string> {
+    this.attributes ??= new Map();
+    return this.attributes;
+  }
+
+  get hasAttributes(): boolean {
+    return this.attributes !== undefined && this.attributes.size > 0;
   }
 
   get(name: string): string | undefined {
-    return this.attrib.get(name);
+    return this.attributes?.get(name);
   }
 
   set(name: string, value: string): void {

@@ -13,6 +13,7 @@ interface Rule {
 }
 type Lexer = Record<string, Rule[]>;
 
+/** Rules of one lexer state. Sources are combined into one regex, so no numbered back-references. */
 function rules(...defs: [string, Action, string?][]): Rule[] {
   return defs.map(([src, action, next]) => ({ re: new RegExp(src, 'myu'), action, next }));
 }
@@ -272,43 +273,64 @@ export function canonicalLanguageName(lang: string): string | undefined {
   return Object.hasOwn(LANGUAGE_NAMES, lang) ? LANGUAGE_NAMES[lang] : undefined;
 }
 
+interface CompiledState {
+  re: RegExp;
+  rules: Rule[];
+  /** Index of each rule's enclosing group in the combined match. */
+  groupOf: number[];
+}
+
+const compiledStates = new WeakMap<Rule[], CompiledState>();
+
+/** One sticky regex per state: alternatives are tried in rule order, like Pygments does. */
+function compileState(state: Rule[]): CompiledState {
+  let compiled = compiledStates.get(state);
+  if (compiled) return compiled;
+  const groupOf: number[] = [];
+  let group = 1;
+  for (const rule of state) {
+    groupOf.push(group);
+    group += 1 + (new RegExp(`${rule.re.source}|`, 'u').exec('')!.length - 1);
+  }
+  compiled = { re: new RegExp(state.map((r) => `(${r.re.source})`).join('|'), 'myu'), rules: state, groupOf };
+  compiledStates.set(state, compiled);
+  return compiled;
+}
+
 function tokenize(lexer: Lexer, text: string): Token[] {
   const out: Token[] = [];
   const stack = ['root'];
   let pos = 0;
   while (pos < text.length) {
-    const state = lexer[stack[stack.length - 1]!]!;
-    let matched = false;
-    for (const rule of state) {
-      rule.re.lastIndex = pos;
-      const m = rule.re.exec(text);
-      if (!m) continue;
-      if (typeof rule.action === 'string') {
-        if (m[0]) out.push([rule.action, m[0]]);
-      } else {
-        rule.action.forEach((cls, i) => {
-          const g = m[i + 1];
-          if (g) out.push([cls, g]);
-        });
-      }
-      if (rule.next === '#pop') {
-        if (stack.length > 1) stack.pop();
-      } else if (rule.next) {
-        stack.push(rule.next);
-      }
-      pos += m[0].length;
-      matched = true;
-      // A zero-width match only changes state; it must not loop forever.
-      if (m[0].length === 0 && !rule.next) matched = false;
-      break;
-    }
-    if (!matched) {
+    const state = compileState(lexer[stack[stack.length - 1]!]!);
+    state.re.lastIndex = pos;
+    const m = state.re.exec(text);
+    const i = m ? state.groupOf.findIndex((g) => m[g] !== undefined) : -1;
+    const rule = state.rules[i];
+    // A zero-width match that does not change state would loop forever: treat as no match.
+    if (!m || !rule || (m[0].length === 0 && !rule.next)) {
       // Pygments' error recovery: emit one character and fall back to the root state.
       const ch = String.fromCodePoint(text.codePointAt(pos)!);
       out.push([text[pos] === '\n' ? '' : 'err', ch]);
       pos += ch.length;
       stack.length = 1;
+      continue;
     }
+    const g = state.groupOf[i]!;
+    if (typeof rule.action === 'string') {
+      if (m[0]) out.push([rule.action, m[0]]);
+    } else {
+      rule.action.forEach((cls, k) => {
+        const part = m[g + 1 + k];
+        if (part) out.push([cls, part]);
+      });
+    }
+    if (rule.next === '#pop') {
+      if (stack.length > 1) stack.pop();
+    } else if (rule.next) {
+      stack.push(rule.next);
+    }
+    pos += m[0].length;
   }
   return out;
 }

@@ -15,7 +15,7 @@ import { CHANNEL_SOURCE, CHANNEL_TOPIC_SOURCE, GROUP_MENTIONS_SOURCE, MENTIONS_S
 // passed in the context. The pipeline is Python-Markdown's, configured as Zulip configures it:
 // line preprocessors, block parser, inline patterns, tree processors, serializer.
 
-export { emojiCodeToName, emojiCodeToNames, emojiNameToCode, unicodeEmojiToCode, ZULIP_EXTRA_EMOJI } from './emoji.js';
+export { emojiCodeToName, emojiCodeToNames, emojiNameToCode, serverEmojiData, unicodeEmojiToCode, ZULIP_EXTRA_EMOJI } from './emoji.js';
 export { compileLinkifierPattern, expandUriTemplate, topicLinks, type Linkifier, type TopicLink } from './linkifiers.js';
 export { MAX_BLOCK_NESTING, MAX_INLINE_NESTING, MAX_MARKDOWN_INPUT } from './limits.js';
 export type { MentionGroup, MentionUser } from './patterns.js';
@@ -209,7 +209,6 @@ function highlightIndentedCode(root: Element, stash: HtmlStash): void {
     const placeholder = stash.store(highlightCode(lines.join('\n').replace(/^\n+|\n+$/g, ''), lang));
     pre.tag = 'p';
     pre.children = [];
-    pre.attrib.clear();
     pre.setText(placeholder);
   }
 }
@@ -244,7 +243,7 @@ function unescapeTree(root: Element): void {
   for (const el of root.iter()) {
     if (el.text && el.tag !== 'code') el.text = un(el.text);
     if (el.tail) el.tail = un(el.tail);
-    for (const [k, v] of el.attrib) el.attrib.set(k, un(v));
+    if (el.hasAttributes) for (const [k, v] of el.attrib) el.attrib.set(k, un(v));
   }
 }
 

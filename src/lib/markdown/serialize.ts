@@ -43,7 +43,7 @@ export function serialize(el: Element): string {
 
 function write(el: Element, out: string[]): void {
   out.push('<', el.tag);
-  if (el.attrib.size > 0) {
+  if (el.hasAttributes) {
     const names = [...el.attrib.keys()].sort();
     for (const k of names) {
       const v = escapeAttribute(el.attrib.get(k)!);
