@@ -17,6 +17,8 @@ export interface ChannelSpec {
   inviteOnly?: boolean;
   historyPublic?: boolean;
   members?: User[];
+  /** Channel permission settings (group-setting values) by name. */
+  permissions?: Record<string, ParamValue>;
 }
 
 /** Creates a channel through POST /users/me/subscriptions, subscribing the creator and `members`; returns its ID. */
@@ -27,6 +29,7 @@ export async function createChannel(s: TestServer, creator: CastMember, name: st
     principals: [creator.user.id, ...(spec.members ?? []).map((u) => u.id)],
   };
   if (spec.historyPublic !== undefined) params.history_public_to_subscribers = spec.historyPublic;
+  Object.assign(params, spec.permissions ?? {});
   ok(await creator.client.post('/users/me/subscriptions', params));
   const row = await s.app.services.db.kysely
     .selectFrom('streams')
@@ -87,4 +90,15 @@ export async function setFlagBits(s: TestServer, userId: number, messageIds: num
 export function assertNarrowError(res: ApiResponse, desc: string): void {
   assert.equal(res.status, 400, JSON.stringify(res.body));
   assert.deepEqual(res.body, { result: 'error', msg: `Invalid narrow operator: ${desc}`, code: 'BAD_NARROW', desc });
+}
+
+/** A system group's ID, e.g. "role:moderators". */
+export async function systemGroupId(s: TestServer, name: string): Promise<number> {
+  const row = await s.app.services.db.kysely
+    .selectFrom('user_groups')
+    .select('id')
+    .where('realm_id', '=', s.realm.id)
+    .where('name', '=', name)
+    .executeTakeFirstOrThrow();
+  return row.id;
 }

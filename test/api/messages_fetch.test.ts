@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { forEachDatabase, type TestServer } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { FLAG_BITS } from '../../src/lib/message_flags.js';
-import { createChannel, getMessages, ids, newest, sendDirect, sendToChannel, setFlagBits, subscribe, unique } from './messages_fetch.fixtures.js';
+import { createChannel, getMessages, ids, newest, sendDirect, sendToChannel, setFlagBits, subscribe, systemGroupId, unique } from './messages_fetch.fixtures.js';
 
 const NEWEST = 10000000000000000;
 
@@ -256,6 +256,22 @@ forEachDatabase('GET /messages', (server) => {
     assert.deepEqual(await newest(othello.client, [{ operator: 'channel', operand: protectedId }]), []);
     const later = await sendToChannel(hamlet.client, protectedName, 'plans', 'now othello can read');
     assert.deepEqual(await newest(othello.client, [{ operator: 'channel', operand: protectedId }]), [later]);
+  });
+
+  test('a private channel with shared history is readable by members of its can_subscribe_group', async () => {
+    const s = server();
+    const { hamlet, moderator, othello } = s.cast;
+    const name = unique('Private by group');
+    const streamId = await createChannel(s, hamlet, name, {
+      inviteOnly: true,
+      historyPublic: true,
+      permissions: { can_subscribe_group: await systemGroupId(s, 'role:moderators') },
+    });
+    const id = await sendToChannel(hamlet.client, name, 't', 'moderators may read this');
+    const body = await getMessages(moderator.client, { anchor: 'newest', num_before: 5, num_after: 0, narrow: [{ operator: 'channel', operand: streamId }] });
+    assert.deepEqual(ids(body), [id]);
+    assert.deepEqual(body.messages[0].flags, ['read', 'historical']);
+    assert.deepEqual(await newest(othello.client, [{ operator: 'channel', operand: streamId }]), []);
   });
 
   test("direct messages: participants only; other people's conversations stay hidden", async () => {

@@ -8,7 +8,6 @@ import type { DB } from '../../src/db/tables.js';
 import { fetchMatchingMessages, fetchNarrowRange, findFirstUnread, type NarrowReader } from '../../src/db/repos/narrow.js';
 import { firstUnreadMuting, resolveNarrow } from '../../src/lib/narrow/resolve.js';
 import { parseNarrow } from '../../src/lib/narrow/terms.js';
-import { ROLE_MEMBER } from '../../src/lib/roles.js';
 import { freshDatabaseUrl, testDatabases, type DbKind } from '../helpers/server.js';
 import { buildCorpus, type Corpus } from './narrow_index_corpus.js';
 
@@ -59,8 +58,11 @@ for (const kind of testDatabases()) {
     });
 
     const reader = (): NarrowReader => ({ userId: corpus.readerId, dialect: db.dialect });
-    const resolve = (narrow: unknown) =>
-      resolveNarrow(db.kysely, { id: corpus.realmId, settings: '{}' }, { id: corpus.readerId, role: ROLE_MEMBER, realm_id: corpus.realmId }, parseNarrow(narrow));
+    const resolve = async (narrow: unknown) => {
+      const realm = await db.kysely.selectFrom('realms').selectAll().where('id', '=', corpus.realmId).executeTakeFirstOrThrow();
+      const user = await db.kysely.selectFrom('users').selectAll().where('id', '=', corpus.readerId).executeTakeFirstOrThrow();
+      return resolveNarrow(db.kysely, realm, user, parseNarrow(narrow));
+    };
 
     /** Runs `fn`, returning the plans of the queries it ran and how many rows the last returned. */
     async function plansOf(fn: () => Promise<unknown[] | number | null>): Promise<{ plans: string[][]; rows: number }> {

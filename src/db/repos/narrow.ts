@@ -1,7 +1,6 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Dialect, Tx } from '../index.js';
 import type { Message } from '../tables.js';
-import type { StreamAccessRow } from './messages.js';
 import { ftsDrivenCondition, searchCondition } from './search.js';
 import type { NarrowCondition, ResolvedNarrow } from '../../lib/narrow/conditions.js';
 import { FLAG_BITS } from '../../lib/message_flags.js';
@@ -253,16 +252,6 @@ export async function fetchMatchingMessages(db: Tx, reader: NarrowReader, narrow
     extra: [sql<SqlBool>`um.message_id IN (${sql.join([...ids])})`],
   })} ORDER BY um.message_id`.execute(db);
   return rows.map((r) => ({ ...r, id: Number(r.id) }));
-}
-
-/** A channel named by a narrow operand: its name (case-insensitively) or, for a number, its ID. */
-export async function fetchNarrowStream(db: Tx, realmId: number, operand: string | number): Promise<StreamAccessRow | undefined> {
-  let q = db
-    .selectFrom('streams')
-    .select(['id', 'realm_id', 'name', 'invite_only', 'is_web_public', 'history_public_to_subscribers', 'deactivated', 'permissions', 'first_message_id'])
-    .where('realm_id', '=', realmId);
-  q = typeof operand === 'number' ? q.where('id', '=', operand) : q.where('name_lc', '=', operand.toLowerCase());
-  return q.executeTakeFirst();
 }
 
 /**

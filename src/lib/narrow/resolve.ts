@@ -1,11 +1,10 @@
 import type { Tx } from '../../db/index.js';
 import type { Realm, User } from '../../db/tables.js';
-import { fetchSubscribedStreamIds } from '../../db/repos/messages.js';
-import { fetchChannelIdsOfKind, fetchNarrowStream } from '../../db/repos/narrow.js';
+import { fetchChannelIdsOfKind } from '../../db/repos/narrow.js';
 import { fetchUserByEmail, fetchUsersByIds } from '../../db/repos/users.js';
-import { accessMessage, canReadChannelHistory } from '../access/messages.js';
+import { accessMessage } from '../access/messages.js';
+import { ChannelCaller, accessStreamForNarrow } from '../access/streams.js';
 import { dmKeyFor, dmParticipantIds } from '../format/messages.js';
-import { loadGroupMembership } from '../group_settings.js';
 import { FLAG_BITS } from '../message_flags.js';
 import { realmSettings } from '../realm_settings.js';
 import { isGuest } from '../roles.js';
@@ -23,7 +22,7 @@ import {
   type NarrowTerm,
 } from './terms.js';
 
-type Reader = Pick<User, 'id' | 'role' | 'realm_id'>;
+type Reader = Pick<User, 'id' | 'role'>;
 
 const CONVERSATION_OPERATORS: ReadonlySet<string> = new Set(['channel', 'topic', 'dm']);
 
@@ -100,15 +99,11 @@ type HasOperand = 'link' | 'image' | 'attachment' | 'reaction';
 /**
  * Checks every term of `narrow` against the realm and turns it into conditions for the
  * reader, with Zulip's BAD_NARROW errors for unknown operators, operands, channels and
- * users. `mutingFor` lets callers reuse the reader's muting state across resolutions.
+ * users.
  */
-export async function resolveNarrow(
-  db: Tx,
-  realm: Pick<Realm, 'id' | 'settings'>,
-  reader: Reader,
-  input: Narrow,
-): Promise<ResolvedNarrow> {
+export async function resolveNarrow(db: Tx, realm: Realm, reader: User, input: Narrow): Promise<ResolvedNarrow> {
   const emptyTopicName = realmSettings(realm).empty_topic_display_name;
+  const caller = new ChannelCaller(db, realm, reader);
   const narrow = await expandWith(db, realm, reader, input);
   const conditions: NarrowCondition[] = [];
   let channelNarrow = false;
@@ -130,11 +125,13 @@ export async function resolveNarrow(
     switch (canonicalOperator(term.operator)) {
       case 'channel': {
         markKind(negated, 'channel');
-        const stream = await fetchNarrowStream(db, realm.id, operand as string | number);
-        if (!stream) throw badNarrow(`unknown channel ${String(operand)}`);
-        channelStreamId ??= stream.id;
-        add({ kind: 'stream', streamIds: [stream.id], negated });
-        if (!negated) includeHistory = await readerCanReadHistory(db, realm.id, reader, stream);
+        // Zulip looks the channel up without an access check: conditions only remove
+        // messages, and whether its history is readable decides the query's base.
+        const found = await accessStreamForNarrow(caller, operand as string | number);
+        if (!found) throw badNarrow(`unknown channel ${String(operand)}`);
+        channelStreamId ??= found.stream.id;
+        add({ kind: 'stream', streamIds: [found.stream.id], negated });
+        if (!negated) includeHistory = found.historyAccess;
         break;
       }
       case 'channels': {
@@ -244,19 +241,6 @@ function resolveIs(
     default:
       throw badNarrow(`unknown 'is' operand ${operand}`);
   }
-}
-
-/** Zulip's can_access_stream_history, through the message-access rules. */
-async function readerCanReadHistory(
-  db: Tx,
-  realmId: number,
-  reader: Reader,
-  stream: Parameters<typeof canReadChannelHistory>[1],
-): Promise<boolean> {
-  const subscribed = (await fetchSubscribedStreamIds(db, reader.id, [stream.id])).has(stream.id);
-  const needGroups = !!stream.invite_only && !!stream.history_public_to_subscribers && !subscribed && !isGuest(reader);
-  const groups = needGroups ? await loadGroupMembership(db, realmId) : null;
-  return canReadChannelHistory(reader, stream, subscribed, groups);
 }
 
 /**
