@@ -1,7 +1,13 @@
+import { createHash } from 'node:crypto';
 import { now, transaction, type Tx } from '../db/index.js';
 import type { Message, Realm, Stream, User } from '../db/tables.js';
 import {
   deleteMessagesByIds,
+  fetchRecipientRows,
+  fetchTopicMessagesForMove,
+  setUserMessageFlagsRow,
+  updateMessageRow,
+  type MessageChanges,
   dmConversationExists,
   fetchFirstMessageId,
   fetchMessagesByIds,
@@ -29,7 +35,7 @@ import {
   topicHasMessages,
   topicHasMessagesReceivedBy,
 } from '../db/repos/messages.js';
-import { fetchActiveUserRoles, fetchUsersByIds } from '../db/repos/users.js';
+import { fetchActiveUserRoles, fetchUserById, fetchUsersByIds } from '../db/repos/users.js';
 import {
   bulkInsertUserMessages,
   fetchUnreadIdsInStream,
@@ -44,14 +50,27 @@ import {
 import { fetchUserTopic, fetchUserTopicsForTopic } from '../db/repos/user_topics.js';
 import { JsonableError, badRequest } from '../errors.js';
 import type { EventRecipient, MessageEventExtra, ZulipEvent } from '../events/bus.js';
-import { accessMessages } from '../lib/access/messages.js';
-import { ChannelCaller, accessStreamForSend, canAccessStreamHistory, metadataAccessUserIds } from '../lib/access/streams.js';
+import { accessMessage, accessMessages } from '../lib/access/messages.js';
+import {
+  ChannelCaller,
+  accessStreamForSend,
+  canAccessStreamHistory,
+  canAdministerChannel,
+  hasChannelPermission,
+  metadataAccessUserIds,
+} from '../lib/access/streams.js';
 import { canAccessDeliveryEmail, loadUserAccess } from '../lib/access/users.js';
 import { AVATAR_FROM_GRAVATAR } from '../lib/avatar.js';
-import { dmKeyFor, dmParticipantIds, formatMessage, type MessageDict, type MessageRelations } from '../lib/format/messages.js';
+import { dmKeyFor, dmParticipantIds, formatMessage, isMeMessage, type EditHistoryEntry, type MessageDict, type MessageRelations } from '../lib/format/messages.js';
 import type { MessageUserRow } from '../db/repos/messages.js';
 import { groupPermissions } from '../lib/format/user_groups.js';
-import { USER_GROUP_PERMISSION_CONFIG, loadGroupMembership, userHasGroupPermission, type GroupMembership } from '../lib/group_settings.js';
+import {
+  USER_GROUP_PERMISSION_CONFIG,
+  loadGroupMembership,
+  loadUserGroupMembership,
+  userHasGroupPermission,
+  type GroupMembership,
+} from '../lib/group_settings.js';
 import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, flagsList, isFlagName, type FlagName } from '../lib/message_flags.js';
 import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
 import {
@@ -72,7 +91,10 @@ import {
   userSettings,
 } from '../lib/user_settings.js';
 import { realmUrl } from '../lib/urls.js';
-import { mentionCandidates, renderMarkdown, type Linkifier, type MarkdownContext } from '../lib/markdown/index.js';
+import { mentionCandidates, renderMarkdown, topicLinks, type Linkifier, type MarkdownContext } from '../lib/markdown/index.js';
+import { RESOLVED_TOPIC_PREFIX } from '../lib/narrow/terms.js';
+import { isAdmin, isModerator } from '../lib/roles.js';
+import { fetchStreamById } from '../db/repos/streams.js';
 import { fetchLinkifiers } from '../db/repos/settings.js';
 import { MAX_MESSAGE_LENGTH } from '../version.js';
 import type { Services } from '../services.js';
@@ -368,6 +390,50 @@ function checkGroupMentions(m: GroupMembership, sender: User, groups: readonly {
 }
 
 /**
+ * The mention rules of Zulip's check_message, for sending and editing: wildcard mentions
+ * reaching more than WILDCARD_MENTION_THRESHOLD people need can_mention_many_users_group,
+ * group mentions need the group's can_mention_group. Returns everyone mentioned (group
+ * members included) and, for topic wildcards, the topic's participants.
+ */
+async function checkMentions(
+  db: Tx,
+  realm: Realm,
+  sender: User,
+  rendered: RenderResult,
+  channel: { streamId: number; topic: string; subscriberCount: number } | null,
+): Promise<{ mentioned: Set<number>; topicParticipants: Set<number> }> {
+  let topicParticipants = new Set<number>();
+  if (channel) {
+    if (rendered.topicWildcard) {
+      topicParticipants = await fetchTopicParticipants(db, channel.streamId, topicKey(channel.topic));
+      topicParticipants.add(sender.id);
+    }
+    const settings = realmSettings(realm);
+    const canMentionMany = async (): Promise<boolean> =>
+      userHasGroupPermission(
+        await loadUserGroupMembership(db, sender),
+        settings.can_mention_many_users_group,
+        sender,
+        REALM_GROUP_SETTING_CONFIG.can_mention_many_users_group,
+      );
+    if (rendered.streamWildcard && channel.subscriberCount > WILDCARD_MENTION_THRESHOLD && !(await canMentionMany())) {
+      throw new JsonableError('You do not have permission to use channel wildcard mentions in this channel.', 'STREAM_WILDCARD_MENTION_NOT_ALLOWED', 400);
+    }
+    if (rendered.topicWildcard && topicParticipants.size > WILDCARD_MENTION_THRESHOLD && !(await canMentionMany())) {
+      throw new JsonableError('You do not have permission to use topic wildcard mentions in this topic.', 'TOPIC_WILDCARD_MENTION_NOT_ALLOWED', 400);
+    }
+  }
+  const mentioned = new Set(rendered.mentionedUserIds);
+  if (rendered.mentionedGroupIds.size) {
+    const m = await loadGroupMembership(db, realm.id);
+    const groups = await fetchGroupsByNames(db, realm.id, [...rendered.mentionedGroupIds].map((id) => m.byId.get(id)?.name ?? ''));
+    checkGroupMentions(m, sender, groups);
+    for (const id of rendered.mentionedGroupIds) for (const u of m.members(id)) mentioned.add(u);
+  }
+  return { mentioned, topicParticipants };
+}
+
+/**
  * Validates a message the way Zulip's check_message does and computes everything sending it
  * writes: recipients and their flags, mention and alert-word flags, the sender's automatic
  * topic visibility change. Every 4xx is raised here, never in doSendMessage.
@@ -434,39 +500,13 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
   }
 
   const rendered = await renderContent(services, realm, sender, content);
-  let topicParticipants = new Set<number>();
-  if (target.kind === 'stream') {
-    const needMany = rendered.streamWildcard ? subscriberCount > WILDCARD_MENTION_THRESHOLD : false;
-    if (rendered.topicWildcard) {
-      topicParticipants = await fetchTopicParticipants(db, target.stream.id, topicKey(target.topic));
-      topicParticipants.add(sender.id);
-    }
-    const canMentionMany = async (): Promise<boolean> =>
-      userHasGroupPermission(await caller!.membership(), settings.can_mention_many_users_group, sender, REALM_GROUP_SETTING_CONFIG.can_mention_many_users_group);
-    if (needMany && !(await canMentionMany())) {
-      throw new JsonableError(
-        'You do not have permission to use channel wildcard mentions in this channel.',
-        'STREAM_WILDCARD_MENTION_NOT_ALLOWED',
-        400,
-      );
-    }
-    if (rendered.topicWildcard && topicParticipants.size > WILDCARD_MENTION_THRESHOLD && !(await canMentionMany())) {
-      throw new JsonableError(
-        'You do not have permission to use topic wildcard mentions in this topic.',
-        'TOPIC_WILDCARD_MENTION_NOT_ALLOWED',
-        400,
-      );
-    }
-  }
-  let groupMembers = new Set<number>();
-  if (rendered.mentionedGroupIds.size) {
-    const m = await loadGroupMembership(db, realm.id);
-    const groups = await fetchGroupsByNames(db, realm.id, [...rendered.mentionedGroupIds].map((id) => m.byId.get(id)?.name ?? ''));
-    checkGroupMentions(m, sender, groups);
-    groupMembers = new Set([...rendered.mentionedGroupIds].flatMap((id) => [...m.members(id)]));
-  }
-
-  const mentioned = new Set([...rendered.mentionedUserIds, ...groupMembers]);
+  const { mentioned, topicParticipants } = await checkMentions(
+    db,
+    realm,
+    sender,
+    rendered,
+    target.kind === 'stream' ? { streamId: target.stream.id, topic: target.topic, subscriberCount } : null,
+  );
   const mutingUsers = await fetchMutingUserIds(db, sender.id);
   const readBySender = input.readBySender ?? defaultReadBySender(input.client);
   const base =
@@ -889,4 +929,255 @@ export async function doDeleteTopic(
     await setUserTopicPolicies(services, tx, afterCommit, { realmId: realm.id, streamId: stream.id, topic }, users, VISIBILITY_INHERIT);
   });
   return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Editing and deleting single messages.
+
+/** Zulip allows content edits this many seconds past the limit, for clients' countdown slack. */
+const EDIT_LIMIT_BUFFER_SECONDS = 20;
+
+export type PropagateMode = 'change_one' | 'change_later' | 'change_all';
+
+export interface EditRequest {
+  content?: string;
+  topic?: string;
+  propagateMode: PropagateMode;
+  streamId?: number;
+  prevContentSha256?: string;
+}
+
+export interface PreparedEdit {
+  realm: Realm;
+  editor: User;
+  message: Message;
+  stream: Stream | null;
+  content: { raw: string; rendered: RenderResult; mentioned: Set<number>; topicParticipants: Set<number> } | null;
+  /** The new topic and the messages it applies to (ascending), or null. */
+  topic: { name: string; moved: Message[]; resolveOnly: boolean } | null;
+  propagateMode: PropagateMode;
+}
+
+/** Whether a topic change only adds or removes the "✔ " resolved prefix. */
+function isResolveToggle(from: string, to: string): boolean {
+  return to === RESOLVED_TOPIC_PREFIX + from || from === RESOLVED_TOPIC_PREFIX + to;
+}
+
+/**
+ * Zulip's check_update_message for content edits and topic moves within a channel: only the
+ * sender edits content, within message_content_edit_limit_seconds (+20 s) and while the realm
+ * allows editing; topics move for members of can_move_messages_between_topics_group (or the
+ * channel's can_move_messages_within_channel_group), resolving needs can_resolve_topics_group,
+ * and below moderators within move_messages_within_stream_limit_seconds.
+ */
+export async function checkUpdateMessage(services: Services, realm: Realm, editor: User, messageId: number, req: EditRequest): Promise<PreparedEdit> {
+  const db = services.db.kysely;
+  const settings = realmSettings(realm);
+  const { message } = await accessMessage(db, realm, editor, messageId);
+  const stream = message.type === 'stream' ? ((await fetchStreamById(db, realm.id, message.stream_id ?? 0)) ?? null) : null;
+  const elapsed = now() - message.date_sent;
+  let content: PreparedEdit['content'] = null;
+  if (req.content !== undefined) {
+    if (!settings.allow_message_editing) throw badRequest('Your organization has turned off message editing');
+    if (message.sender_id !== editor.id) throw badRequest("You don't have permission to edit this message");
+    const limit = settings.message_content_edit_limit_seconds;
+    if (limit !== null && elapsed > limit + EDIT_LIMIT_BUFFER_SECONDS) throw badRequest('The time limit for editing this message has passed');
+    if (req.prevContentSha256 !== undefined && req.prevContentSha256 !== createHash('sha256').update(message.content).digest('hex')) {
+      throw badRequest("'prev_content_sha256' value does not match the expected value.");
+    }
+  }
+  if (req.propagateMode !== 'change_one' && req.topic === undefined && req.streamId === undefined) {
+    throw badRequest('Invalid propagate_mode without topic edit');
+  }
+  if (req.streamId !== undefined && req.streamId !== message.stream_id) {
+    if (!stream) throw badRequest('Direct messages cannot be moved to channels.');
+    throw badRequest('Moving messages between channels is not supported by this server.');
+  }
+  let topic: PreparedEdit['topic'] = null;
+  if (req.topic !== undefined) {
+    if (!stream) throw badRequest('Direct messages cannot have topics.');
+    const name = normalizeSendTopic(req.topic, settings.empty_topic_display_name);
+    if (name !== message.topic) {
+      const policy = stream.topics_policy === 'inherit' ? settings.topics_policy : stream.topics_policy;
+      if (name === '' && policy === 'disable_empty_topic') {
+        throw badRequest(`Sending messages to the ${settings.empty_topic_display_name} topic is not allowed in this channel.`);
+      }
+      const m = await loadUserGroupMembership(db, editor);
+      const resolveOnly = isResolveToggle(message.topic, name);
+      const may = resolveOnly
+        ? userHasGroupPermission(m, settings.can_resolve_topics_group, editor, REALM_GROUP_SETTING_CONFIG.can_resolve_topics_group) ||
+          hasChannelPermission(m, editor, stream, 'can_resolve_topics_group')
+        : isAdmin(editor) ||
+          userHasGroupPermission(m, settings.can_move_messages_between_topics_group, editor, REALM_GROUP_SETTING_CONFIG.can_move_messages_between_topics_group) ||
+          hasChannelPermission(m, editor, stream, 'can_move_messages_within_channel_group');
+      if (!may) throw badRequest("You don't have permission to edit this message");
+      const moveLimit = settings.move_messages_within_stream_limit_seconds;
+      if (!resolveOnly && !isModerator(editor) && moveLimit !== null && elapsed > moveLimit + EDIT_LIMIT_BUFFER_SECONDS) {
+        throw badRequest("The time limit for editing this message's topic has passed.");
+      }
+      const onlyUser = stream.history_public_to_subscribers ? null : editor.id;
+      const moved =
+        req.propagateMode === 'change_one'
+          ? [message]
+          : await fetchTopicMessagesForMove(db, stream.id, message.topic_lc, req.propagateMode === 'change_all' ? 0 : message.id, onlyUser);
+      topic = { name, moved, resolveOnly };
+    }
+  }
+  if (req.content !== undefined) {
+    // Emptying a message is how some clients (zulip-mobile) delete it: Zulip keeps "(deleted)".
+    const raw = normalizeMessageContent(req.content.trimEnd() === '' ? '(deleted)' : req.content);
+    const rendered = await renderContent(services, realm, editor, raw);
+    const subscribers = stream ? await fetchChannelRecipients(db, stream.id) : [];
+    const { mentioned, topicParticipants } = await checkMentions(
+      db,
+      realm,
+      editor,
+      rendered,
+      stream ? { streamId: stream.id, topic: topic?.name ?? message.topic, subscriberCount: subscribers.length } : null,
+    );
+    content = { raw, rendered, mentioned, topicParticipants };
+  }
+  if (!content && !topic) throw badRequest('Nothing to change');
+  return { realm, editor, message, stream, content, topic, propagateMode: req.propagateMode };
+}
+
+const MENTION_FLAGS = FLAG_BITS.mentioned | FLAG_BITS.stream_wildcard_mentioned | FLAG_BITS.topic_wildcard_mentioned | FLAG_BITS.has_alert_word;
+
+function prependHistory(text: string | null, entry: EditHistoryEntry): string {
+  let list: EditHistoryEntry[] = [];
+  try {
+    list = text ? (JSON.parse(text) as EditHistoryEntry[]) : [];
+  } catch {
+    list = [];
+  }
+  return JSON.stringify([entry, ...list]);
+}
+
+/**
+ * Applies a checked edit in one transaction: the new content (with recomputed mention and
+ * alert-word flags for every recipient) and/or the new topic on every moved message, each
+ * with an edit_history entry; then one `update_message` event to everyone with a copy of an
+ * affected message, carrying each user's flags for the edited message.
+ */
+export async function doUpdateMessage(services: Services, e: PreparedEdit): Promise<void> {
+  const ts = now();
+  const m = e.message;
+  await transaction(services.db, async (tx, afterCommit) => {
+    const affected = e.topic ? e.topic.moved : [m];
+    const ids = affected.map((x) => x.id).sort((a, b) => a - b);
+    for (const msg of affected) {
+      const entry: EditHistoryEntry = { user_id: e.editor.id, timestamp: ts };
+      const changes: MessageChanges = {};
+      if (msg.id === m.id && e.content) {
+        entry.prev_content = m.content;
+        entry.prev_rendered_content = m.rendered_content;
+        changes.content = e.content.raw;
+        changes.rendered_content = e.content.rendered.html;
+        changes.has_link = e.content.rendered.hasLink ? 1 : 0;
+        changes.has_image = e.content.rendered.hasImage ? 1 : 0;
+        changes.has_attachment = e.content.rendered.hasAttachment ? 1 : 0;
+        changes.last_edit_time = ts;
+      }
+      if (e.topic) {
+        entry.prev_topic = msg.topic;
+        entry.topic = e.topic.name;
+        changes.topic = e.topic.name;
+        changes.topic_lc = topicKey(e.topic.name);
+        // Resolving or unresolving a topic is not a move (Zulip's last_moved_timestamp).
+        if (!e.topic.resolveOnly) changes.last_moved_time = ts;
+      }
+      changes.edit_history = prependHistory(msg.edit_history, entry);
+      await updateMessageRow(tx, msg.id, changes);
+    }
+
+    const rows = await fetchRecipientRows(tx, ids);
+    const flagsOfEdited = new Map<number, number>();
+    for (const r of rows) {
+      if (r.message_id !== m.id) continue;
+      let f = r.flags;
+      if (e.content) {
+        const c = e.content;
+        f &= ~MENTION_FLAGS;
+        if (c.mentioned.has(r.user_id)) f |= FLAG_BITS.mentioned;
+        if (c.rendered.streamWildcard) f |= FLAG_BITS.stream_wildcard_mentioned;
+        if (c.rendered.topicWildcard && c.topicParticipants.has(r.user_id)) f |= FLAG_BITS.topic_wildcard_mentioned;
+        if (c.rendered.alertWordUserIds.has(r.user_id)) f |= FLAG_BITS.has_alert_word;
+        if (f !== r.flags) await setUserMessageFlagsRow(tx, r.user_id, m.id, f);
+      }
+      flagsOfEdited.set(r.user_id, f);
+    }
+
+    const event: ZulipEvent = {
+      type: 'update_message',
+      user_id: e.editor.id,
+      edit_timestamp: ts,
+      message_id: m.id,
+      message_ids: ids,
+      rendering_only: false,
+    };
+    if (e.stream) {
+      event.stream_id = e.stream.id;
+      event.stream_name = e.stream.name;
+    }
+    if (e.content) {
+      event.orig_content = m.content;
+      event.orig_rendered_content = m.rendered_content;
+      event.content = e.content.raw;
+      event.rendered_content = e.content.rendered.html;
+      event.is_me_message = isMeMessage(e.content.raw);
+    }
+    if (e.topic) {
+      event.orig_subject = m.topic;
+      event.subject = e.topic.name;
+      event.propagate_mode = e.propagateMode;
+      const linkifiers = await fetchLinkifiers(tx, e.realm.id);
+      event.topic_links = topicLinks(e.topic.name, linkifiers);
+    }
+    const recipients: EventRecipient[] = [];
+    const seen = new Set<number>();
+    for (const [id, f] of flagsOfEdited) {
+      recipients.push({ id, flags: flagsList(f) });
+      seen.add(id);
+    }
+    for (const r of rows) {
+      if (seen.has(r.user_id)) continue;
+      seen.add(r.user_id);
+      recipients.push({ id: r.user_id, flags: [] });
+    }
+    afterCommit(() => services.events.send(e.realm.id, event, recipients));
+  });
+}
+
+/**
+ * Zulip's validate_can_delete_message: can_delete_any_message_group (realm or channel, or a
+ * channel administrator) may delete anything; otherwise only one's own messages (or one's
+ * bots'), with can_delete_own_message_group, within message_content_delete_limit_seconds.
+ */
+export async function checkDeleteMessage(services: Services, realm: Realm, user: User, messageId: number): Promise<{ message: Message; stream: Stream | null }> {
+  const db = services.db.kysely;
+  const settings = realmSettings(realm);
+  const { message } = await accessMessage(db, realm, user, messageId);
+  const stream = message.type === 'stream' ? ((await fetchStreamById(db, realm.id, message.stream_id ?? 0)) ?? null) : null;
+  const m = await loadUserGroupMembership(db, user);
+  const anyMessage =
+    userHasGroupPermission(m, settings.can_delete_any_message_group, user, REALM_GROUP_SETTING_CONFIG.can_delete_any_message_group) ||
+    (stream !== null && (canAdministerChannel(m, user, stream) || hasChannelPermission(m, user, stream, 'can_delete_any_message_group')));
+  if (anyMessage) return { message, stream };
+  const denied = () => badRequest("You don't have permission to delete this message");
+  if (message.sender_id !== user.id) {
+    const sender = await fetchUserById(db, realm.id, message.sender_id);
+    if (sender?.bot_owner_id !== user.id) throw denied();
+  }
+  const own =
+    userHasGroupPermission(m, settings.can_delete_own_message_group, user, REALM_GROUP_SETTING_CONFIG.can_delete_own_message_group) ||
+    (stream !== null && hasChannelPermission(m, user, stream, 'can_delete_own_message_group'));
+  if (!own) throw denied();
+  const limit = settings.message_content_delete_limit_seconds;
+  if (limit !== null && now() - message.date_sent > limit) throw badRequest('The time limit for deleting this message has passed');
+  return { message, stream };
+}
+
+/** DELETE /messages/{id}: removes the message and announces it (see deleteMessagesInTransaction). */
+export async function doDeleteMessage(services: Services, realm: Realm, message: Message, stream: Stream | null): Promise<void> {
+  await transaction(services.db, (tx, afterCommit) => deleteMessagesInTransaction(services, tx, afterCommit, realm, [message], stream));
 }

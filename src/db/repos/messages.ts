@@ -410,3 +410,60 @@ export async function fetchStreamsByNamesForMentions(
     .where('streams.name', 'in', [...names])
     .execute();
 }
+
+export type MessageChanges = Partial<
+  Pick<
+    Message,
+    'content' | 'rendered_content' | 'has_link' | 'has_image' | 'has_attachment' | 'last_edit_time' | 'last_moved_time' | 'edit_history' | 'topic' | 'topic_lc'
+  >
+>;
+
+export async function updateMessageRow(db: Tx, messageId: number, changes: MessageChanges): Promise<void> {
+  await db.updateTable('messages').set(changes).where('id', '=', messageId).execute();
+}
+
+/** The messages of a topic from `fromId` on (or all), ascending: what a topic edit moves. */
+export async function fetchTopicMessagesForMove(
+  db: Tx,
+  streamId: number,
+  topicLc: string,
+  fromId: number,
+  onlyUserId: number | null,
+): Promise<Message[]> {
+  if (onlyUserId === null) {
+    return db
+      .selectFrom('messages')
+      .selectAll()
+      .where('stream_id', '=', streamId)
+      .where('topic_lc', '=', topicLc)
+      .where('id', '>=', fromId)
+      .orderBy('id')
+      .execute();
+  }
+  return db
+    .selectFrom('messages')
+    .innerJoin('user_messages', 'user_messages.message_id', 'messages.id')
+    .selectAll('messages')
+    .where('user_messages.user_id', '=', onlyUserId)
+    .where('messages.stream_id', '=', streamId)
+    .where('messages.topic_lc', '=', topicLc)
+    .where('messages.id', '>=', fromId)
+    .orderBy('messages.id')
+    .execute();
+}
+
+/** Recipient rows of several messages, with their flags. */
+export async function fetchRecipientRows(db: Tx, messageIds: readonly number[]): Promise<{ user_id: number; message_id: number; flags: number }[]> {
+  if (messageIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('user_messages')
+    .select(['user_id', 'message_id', 'flags'])
+    .where('message_id', 'in', [...messageIds])
+    .orderBy('user_id')
+    .execute();
+  return rows.map((r) => ({ ...r, flags: Number(r.flags) }));
+}
+
+export async function setUserMessageFlagsRow(db: Tx, userId: number, messageId: number, flags: number): Promise<void> {
+  await db.updateTable('user_messages').set({ flags }).where('user_id', '=', userId).where('message_id', '=', messageId).execute();
+}

@@ -3,8 +3,13 @@ import { adminRequired, badRequest, missingParam } from '../../errors.js';
 import type { Services } from '../../services.js';
 import {
   DEFAULT_HISTORICAL_FLAGS,
+  checkDeleteMessage,
   checkFlagName,
   checkSendMessage,
+  checkUpdateMessage,
+  doDeleteMessage,
+  doUpdateMessage,
+  type PropagateMode,
   checkUpdateMessageFlags,
   doDeleteTopic,
   doMarkAllAsRead,
@@ -124,6 +129,43 @@ export function registerMessageRoutes(app: FastifyInstance, services: Services):
         flags ?? DEFAULT_HISTORICAL_FLAGS,
       );
       return { raw_content: message.content, message: dict };
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'PATCH',
+    path: '/messages/:message_id',
+    params: {
+      message_id: p.int(),
+      content: p.str().optional(),
+      topic: p.str().optional().alias('subject'),
+      propagate_mode: p.str(z.enum(['change_one', 'change_later', 'change_all'])).default('change_one'),
+      // Accepted for compatibility; this server sends no move notifications.
+      send_notification_to_old_thread: p.bool().default(false),
+      send_notification_to_new_thread: p.bool().default(true),
+      stream_id: p.int().optional(),
+      prev_content_sha256: p.str().optional(),
+    },
+    handler: async ({ params, realm, user }) => {
+      const edit = await checkUpdateMessage(services, realm, user, params.message_id, {
+        content: params.content,
+        topic: params.topic,
+        propagateMode: params.propagate_mode as PropagateMode,
+        streamId: params.stream_id,
+        prevContentSha256: params.prev_content_sha256,
+      });
+      await doUpdateMessage(services, edit);
+      return { detached_uploads: [] };
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'DELETE',
+    path: '/messages/:message_id',
+    params: { message_id: p.int() },
+    handler: async ({ params, realm, user }) => {
+      const { message, stream } = await checkDeleteMessage(services, realm, user, params.message_id);
+      await doDeleteMessage(services, realm, message, stream);
     },
   });
 

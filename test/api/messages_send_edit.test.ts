@@ -1,0 +1,212 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { forEachDatabase, type TestServer } from '../helpers/server.js';
+import { err, ok } from '../helpers/assert.js';
+import { assertConforms, assertEventConforms } from '../helpers/openapi.js';
+import { captureEvents } from '../helpers/bus.js';
+import { FLAG_BITS } from '../../src/lib/message_flags.js';
+import { createChannel, sendDirect, sendStream, setRealmSettings, uniqueName, userMessageFlags } from './messages_send.fixtures.js';
+
+const row = (s: TestServer, id: number) => s.app.services.db.kysely.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const age = (s: TestServer, id: number, seconds: number) =>
+  s.app.services.db.kysely.updateTable('messages').set({ date_sent: Math.floor(Date.now() / 1000) - seconds }).where('id', '=', id).execute();
+
+forEachDatabase('PATCH and DELETE /messages/{message_id}', (server) => {
+  test('the sender edits content: stored with history, flags recomputed, update_message event', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const name = uniqueName('Edits');
+    const stream = await createChannel(s, name, { subscribers: [hamlet.user, othello.user] });
+    const id = await sendStream(hamlet.client, name, 'drafts', 'first *draft*');
+    const before = await row(s, id);
+    const { result, events } = await captureEvents(s, () => hamlet.client.patch(`/messages/${id}`, { content: `second, for @**${othello.user.full_name}**` }));
+    assert.deepEqual(ok(result).detached_uploads, []);
+    assertConforms(result, 'PATCH', '/messages/{message_id}');
+    const after = await row(s, id);
+    assert.equal(after.content, `second, for @**${othello.user.full_name}**`);
+    assert.match(after.rendered_content, /class="user-mention"/);
+    assert.equal(typeof after.last_edit_time, 'number');
+    assert.equal(after.last_moved_time, null);
+    assert.equal(await userMessageFlags(s, othello.user.id, id), FLAG_BITS.mentioned);
+
+    const [env] = events.filter((e) => e.event.type === 'update_message');
+    const event = env!.event;
+    assert.equal(event.user_id, hamlet.user.id);
+    assert.equal(event.message_id, id);
+    assert.deepEqual(event.message_ids, [id]);
+    assert.equal(event.rendering_only, false);
+    assert.equal(event.stream_id, stream.id);
+    assert.equal(event.stream_name, name);
+    assert.equal(event.orig_content, 'first *draft*');
+    assert.equal(event.orig_rendered_content, before.rendered_content);
+    assert.equal(event.content, after.content);
+    assert.equal(event.rendered_content, after.rendered_content);
+    assert.equal(event.is_me_message, false);
+    assert.equal(event.subject, undefined);
+    assert.deepEqual(env!.users, [
+      { id: hamlet.user.id, flags: [] },
+      { id: othello.user.id, flags: ['mentioned'] },
+    ].sort((a, b) => a.id - b.id));
+    assertEventConforms({ ...event, flags: ['mentioned'] });
+
+    const fetched = ok(await othello.client.get(`/messages/${id}`));
+    assert.equal(fetched.message.last_edit_timestamp, after.last_edit_time);
+    assert.equal(fetched.message.edit_history.length, 1);
+    assert.deepEqual(Object.keys(fetched.message.edit_history[0]).sort(), ['prev_content', 'prev_rendered_content', 'timestamp', 'user_id']);
+    assert.equal(fetched.message.edit_history[0].prev_content, 'first *draft*');
+
+    // Emptying a message leaves "(deleted)", as zulip-mobile expects.
+    ok(await hamlet.client.patch(`/messages/${id}`, { content: '  ' }));
+    assert.equal((await row(s, id)).content, '(deleted)');
+    assert.equal(await userMessageFlags(s, othello.user.id, id), 0);
+  });
+
+  test('content edit rules: only the sender, within the time limit, while editing is allowed', async () => {
+    const s = server();
+    const { hamlet, othello, admin } = s.cast;
+    const id = await sendDirect(hamlet.client, [othello.user.id], 'mine');
+    err(await othello.client.patch(`/messages/${id}`, { content: 'theirs' }), 400, 'BAD_REQUEST', "You don't have permission to edit this message");
+    err(await admin.client.patch(`/messages/${id}`, { content: 'x' }), 400, 'BAD_REQUEST', 'Invalid message(s)');
+    err(await hamlet.client.patch(`/messages/${id}`), 400, 'BAD_REQUEST', 'Nothing to change');
+    err(await hamlet.client.patch(`/messages/${id}`, { topic: 'dm topic' }), 400, 'BAD_REQUEST', 'Direct messages cannot have topics.');
+    err(await hamlet.client.patch(`/messages/${id}`, { content: 'x', propagate_mode: 'change_all' }), 400, 'BAD_REQUEST', 'Invalid propagate_mode without topic edit');
+    err(await hamlet.client.patch(`/messages/${id}`, { content: 'x', propagate_mode: 'change_some' }), 400, 'BAD_REQUEST', 'Invalid propagate_mode');
+    err(await hamlet.client.patch(`/messages/${id}`, { content: 'x', prev_content_sha256: 'abc' }), 400, 'BAD_REQUEST');
+    const { createHash } = await import('node:crypto');
+    ok(await hamlet.client.patch(`/messages/${id}`, { content: 'checked', prev_content_sha256: createHash('sha256').update('mine').digest('hex') }));
+    await age(s, id, 600 + 21);
+    err(await hamlet.client.patch(`/messages/${id}`, { content: 'late' }), 400, 'BAD_REQUEST', 'The time limit for editing this message has passed');
+    await age(s, id, 600 + 19);
+    ok(await hamlet.client.patch(`/messages/${id}`, { content: 'just in time' }));
+    await setRealmSettings(s, { allow_message_editing: false });
+    try {
+      err(await hamlet.client.patch(`/messages/${id}`, { content: 'x' }), 400, 'BAD_REQUEST', 'Your organization has turned off message editing');
+    } finally {
+      await setRealmSettings(s, { allow_message_editing: true });
+    }
+  });
+
+  test('topic moves: change_one, change_later, change_all, resolving', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const name = uniqueName('Moves');
+    const stream = await createChannel(s, name, { subscribers: [hamlet.user, othello.user] });
+    const ids = [];
+    for (let i = 0; i < 4; i++) ids.push(await sendStream(i % 2 ? othello.client : hamlet.client, name, 'old', `m${i}`));
+    const topicOf = async (id: number) => (await row(s, id)).topic;
+
+    const one = await captureEvents(s, () => othello.client.patch(`/messages/${ids[1]}`, { topic: 'single' }));
+    ok(one.result);
+    assert.deepEqual(await Promise.all(ids.map(topicOf)), ['old', 'single', 'old', 'old']);
+    const event = one.events.find((e) => e.event.type === 'update_message')!.event;
+    assert.equal(event.orig_subject, 'old');
+    assert.equal(event.subject, 'single');
+    assert.equal(event.propagate_mode, 'change_one');
+    assert.deepEqual(event.message_ids, [ids[1]]);
+    assert.deepEqual(event.topic_links, []);
+    assert.equal(event.content, undefined);
+    assertEventConforms({ ...event, flags: [] });
+    const moved = await row(s, ids[1]!);
+    assert.equal(moved.last_edit_time, null);
+    assert.equal(typeof moved.last_moved_time, 'number');
+    const fetched = ok(await hamlet.client.get(`/messages/${ids[1]}`));
+    assert.equal(fetched.message.last_moved_timestamp, moved.last_moved_time);
+    assert.equal(fetched.message.last_edit_timestamp, undefined);
+    assert.deepEqual(
+      fetched.message.edit_history.map((h: Record<string, unknown>) => [h.prev_topic, h.topic, h.user_id]),
+      [['old', 'single', othello.user.id]],
+    );
+
+    const later = await captureEvents(s, () => hamlet.client.patch(`/messages/${ids[2]}`, { topic: 'later', propagate_mode: 'change_later' }));
+    ok(later.result);
+    assert.deepEqual(await Promise.all(ids.map(topicOf)), ['old', 'single', 'later', 'later']);
+    assert.deepEqual(later.events.find((e) => e.event.type === 'update_message')!.event.message_ids, [ids[2], ids[3]]);
+
+    // Content can change with the topic, but only the sender's: ids[3] is Othello's.
+    err(await hamlet.client.patch(`/messages/${ids[3]}`, { topic: 'everything', content: 'not mine' }), 400, 'BAD_REQUEST', "You don't have permission to edit this message");
+    ok(await hamlet.client.patch(`/messages/${ids[2]}`, { subject: 'everything', propagate_mode: 'change_all', content: 'edited too' }));
+    assert.deepEqual(await Promise.all(ids.map(topicOf)), ['old', 'single', 'everything', 'everything']);
+    assert.equal((await row(s, ids[2]!)).content, 'edited too');
+    const both = ok(await hamlet.client.get(`/messages/${ids[2]}`)).message.edit_history[0];
+    assert.deepEqual([both.prev_topic, both.topic, both.prev_content], ['later', 'everything', 'm2']);
+    const other = ok(await hamlet.client.get(`/messages/${ids[3]}`)).message.edit_history[0];
+    assert.deepEqual([other.prev_topic, other.topic, other.prev_content], ['later', 'everything', undefined]);
+
+    // Resolving is not a move.
+    ok(await hamlet.client.patch(`/messages/${ids[0]}`, { topic: '✔ old', propagate_mode: 'change_all' }));
+    assert.equal(await topicOf(ids[0]!), '✔ old');
+    assert.equal((await row(s, ids[0]!)).last_moved_time, null);
+    // The same topic again changes nothing.
+    err(await hamlet.client.patch(`/messages/${ids[0]}`, { topic: '✔ old' }), 400, 'BAD_REQUEST', 'Nothing to change');
+    assert.ok(stream.id);
+  });
+
+  test('topic move permissions and limits', async () => {
+    const s = server();
+    const { hamlet, othello, moderator, guest } = s.cast;
+    const g = (await s.app.services.db.kysely.selectFrom('user_groups').select(['id', 'name']).where('realm_id', '=', s.realm.id).where('is_system_group', '=', 1).execute()).reduce(
+      (acc, r) => ({ ...acc, [r.name]: r.id }),
+      {} as Record<string, number>,
+    );
+    const name = uniqueName('Guarded moves');
+    await createChannel(s, name, { subscribers: [hamlet.user, othello.user, moderator.user, guest.user] });
+    const id = await sendStream(hamlet.client, name, 'stay', 'x');
+    await setRealmSettings(s, { can_move_messages_between_topics_group: g['role:moderators'] });
+    try {
+      err(await othello.client.patch(`/messages/${id}`, { topic: 'moved' }), 400, 'BAD_REQUEST', "You don't have permission to edit this message");
+      ok(await moderator.client.patch(`/messages/${id}`, { topic: 'moved by moderator' }));
+    } finally {
+      await setRealmSettings(s, { can_move_messages_between_topics_group: g['role:everyone'] });
+    }
+    await age(s, id, 8 * 86400);
+    err(await othello.client.patch(`/messages/${id}`, { topic: 'too late' }), 400, 'BAD_REQUEST', "The time limit for editing this message's topic has passed.");
+    ok(await moderator.client.patch(`/messages/${id}`, { topic: 'moderators have no limit' }));
+    await setRealmSettings(s, { topics_policy: 'disable_empty_topic' });
+    try {
+      err(await hamlet.client.patch(`/messages/${id}`, { topic: '' }), 400, 'BAD_REQUEST', 'Sending messages to the general chat topic is not allowed in this channel.');
+    } finally {
+      await setRealmSettings(s, { topics_policy: 'allow_empty_topic' });
+    }
+  });
+
+  test('DELETE /messages/{id}: own messages within the limit, any message for administrators, delete_message event', async () => {
+    const s = server();
+    const { hamlet, othello, admin, bot } = s.cast;
+    const dm = await sendDirect(hamlet.client, [othello.user.id], 'oops');
+    err(await othello.client.delete(`/messages/${dm}`), 400, 'BAD_REQUEST', "You don't have permission to delete this message");
+    const { result, events } = await captureEvents(s, () => hamlet.client.delete(`/messages/${dm}`));
+    ok(result);
+    assertConforms(result, 'DELETE', '/messages/{message_id}');
+    const deletion = events.find((e) => e.event.type === 'delete_message')!;
+    assert.deepEqual(deletion.event, { type: 'delete_message', message_ids: [dm], message_type: 'private' });
+    assert.deepEqual(deletion.users, [hamlet.user.id, othello.user.id].sort((a, b) => a - b));
+    assertEventConforms({ ...deletion.event });
+    err(await hamlet.client.delete(`/messages/${dm}`), 400, 'BAD_REQUEST', 'Invalid message(s)');
+
+    const name = uniqueName('Deletions');
+    const stream = await createChannel(s, name, { subscribers: [hamlet.user, othello.user, bot.user] });
+    const old = await sendStream(hamlet.client, name, 't', 'old news');
+    await age(s, old, 601);
+    err(await hamlet.client.delete(`/messages/${old}`), 400, 'BAD_REQUEST', 'The time limit for deleting this message has passed');
+    const adminDelete = await captureEvents(s, () => admin.client.delete(`/messages/${old}`));
+    ok(adminDelete.result);
+    assert.deepEqual(adminDelete.events.find((e) => e.event.type === 'delete_message')!.event, {
+      type: 'delete_message',
+      message_ids: [old],
+      message_type: 'stream',
+      stream_id: stream.id,
+      topic: 't',
+    });
+    // Bot owners may delete their bots' messages.
+    const fromBot = await sendStream(bot.client, name, 't', 'beep');
+    ok(await hamlet.client.delete(`/messages/${fromBot}`));
+    await setRealmSettings(s, { message_content_delete_limit_seconds: null });
+    try {
+      const ancient = await sendStream(othello.client, name, 't', 'ancient');
+      await age(s, ancient, 10 * 86400);
+      ok(await othello.client.delete(`/messages/${ancient}`));
+    } finally {
+      await setRealmSettings(s, { message_content_delete_limit_seconds: 600 });
+    }
+  });
+});
