@@ -22,6 +22,7 @@ import { ROLE_GUEST, isAdmin } from '../roles.js';
  *   channels for everyone; subscribers; non-guests for public channels; organization
  *   administrators; members of can_administer_channel_group, can_add_subscribers_group or
  *   can_subscribe_group.
+ *   Exactly these users see the channel's subscriber list.
  * - content access (reading history, subscribing oneself): web-public channels for everyone;
  *   subscribers; non-guests for public channels; members of can_subscribe_group or
  *   can_add_subscribers_group.
@@ -121,14 +122,6 @@ export function hasMetadataAccess(user: Caller, stream: StreamFlags, subscribed:
   return !!m && METADATA_ACCESS_PERMISSIONS.some((p) => hasChannelPermission(m, user, stream, p));
 }
 
-/**
- * Whether the caller may see who is subscribed. Guests see subscribers of web-public channels
- * and of channels they are subscribed to; everyone else exactly where they have metadata access.
- */
-export function canSeeSubscribers(user: Caller, stream: StreamFlags, subscribed: boolean, m: GroupMembership | null): boolean {
-  return hasMetadataAccess(user, stream, subscribed, m);
-}
-
 /** Zulip's can_administer_accessible_channel: administrators, and members of can_administer_channel_group. */
 export function canAdministerChannel(m: GroupMembership, user: Caller, stream: Pick<Stream, 'permissions'>): boolean {
   return isAdmin(user) || hasChannelPermission(m, user, stream, 'can_administer_channel_group');
@@ -174,7 +167,7 @@ export class ChannelCaller {
   }
 
   async canAdminister(stream: Pick<Stream, 'permissions'>): Promise<boolean> {
-    return isAdmin(this.user) || (this.user.role !== ROLE_GUEST && (await this.channelPermission(stream, 'can_administer_channel_group')));
+    return isAdmin(this.user) || canAdministerChannel(await this.membership(), this.user, stream);
   }
 }
 
