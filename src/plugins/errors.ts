@@ -1,6 +1,8 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { JsonableError } from '../errors.js';
 
+const PG_INVALID_BYTE_SEQUENCE = '22021';
+
 /**
  * The one place errors become HTTP responses: JsonableErrors with their own status and
  * fields; framework errors (oversized or malformed bodies) as 4xx JSON; anything else as
@@ -16,6 +18,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return reply.code(err.httpStatus).send(err.toJSON());
     }
     const fe = err as FastifyError;
+    // PostgreSQL refuses NUL in text (SQLite stores it). Input checks reject it with Zulip's
+    // message where Zulip has one; any other string reaching the database lands here.
+    if (fe.code === PG_INVALID_BYTE_SEQUENCE) {
+      return reply.code(400).send({ result: 'error', msg: 'Invalid characters in request: NULL (0x00)', code: 'BAD_REQUEST' });
+    }
     if (fe.statusCode === 413 || fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       return reply.code(413).send({ result: 'error', msg: 'Request body too large', code: 'BAD_REQUEST' });
     }
