@@ -150,6 +150,34 @@ forEachDatabase('GET /messages', (server) => {
     assert.equal(res.body.parameters, 'num_before, num_after, anchor, message_ids, include_anchor, use_first_unread_anchor');
   });
 
+  test('a constant number of queries however many messages come back', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const name = unique('Query count');
+    await createChannel(s, hamlet, name, { members: [othello.user] });
+    for (let i = 0; i < 30; i++) await sendToChannel(i % 2 ? othello.client : hamlet.client, name, 'many', `message ${i}`);
+    const executor = s.app.services.db.kysely.getExecutor();
+    const original = executor.executeQuery.bind(executor);
+    let count = 0;
+    executor.executeQuery = ((...args: Parameters<typeof original>) => {
+      count += 1;
+      return original(...args);
+    }) as typeof executor.executeQuery;
+    const queriesFor = async (n: number): Promise<number> => {
+      count = 0;
+      const body = await getMessages(othello.client, { anchor: 'newest', num_before: n, num_after: 0, narrow: [['channel', name], ['topic', 'many']] });
+      assert.equal(body.messages.length, n);
+      return count;
+    };
+    try {
+      const one = await queriesFor(1);
+      assert.equal(await queriesFor(30), one);
+      assert.ok(one >= 3 && one <= 8, `${one} queries`);
+    } finally {
+      executor.executeQuery = original;
+    }
+  });
+
   test('parameter errors', async () => {
     const { othello } = server().cast;
     err(await othello.client.get('/messages', { num_before: 1, num_after: 0 }), 400, 'BAD_REQUEST', "Missing 'anchor' argument.");

@@ -266,6 +266,11 @@ forEachDatabase('narrow operators', (server) => {
     assert.deepEqual(await search('"later budget"'), []);
     assert.deepEqual(await search('the'), []);
     assert.deepEqual(await newest(othello.client, [inChannel, ['search', 'budget'], ['search', 'lunch']]), [b]);
+    const byIds = await getMessages(othello.client, { message_ids: [a, b, c], narrow: [['search', 'talk']] });
+    assert.deepEqual(byIds.messages.map((m: { id: number }) => m.id), [a, b]);
+    assert.match(byIds.messages[1].match_content, /<span class="highlight">Talks<\/span>/);
+    // Without a channel term, search covers the reader's own messages only.
+    assert.deepEqual(await newest(s.cast.moderator.client, [['search', 'budget talking']]), []);
     const body = await getMessages(othello.client, { anchor: 'newest', num_before: 10, num_after: 0, narrow: [inChannel, ['search', 'talk meeting']] });
     assert.deepEqual(body.messages.map((m: { id: number }) => m.id), [a]);
     const row = await s.app.services.db.kysely.selectFrom('messages').select('rendered_content').where('id', '=', a).executeTakeFirstOrThrow();
