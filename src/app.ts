@@ -2,6 +2,8 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/index.js';
 import { EventBus } from './events/bus.js';
+import { createQueueManager } from './events/backends/index.js';
+import { trackUnusedConnections } from './events/connections.js';
 import type { Services } from './services.js';
 import { registerBodyParsers } from './plugins/body.js';
 import { registerErrorHandling } from './plugins/errors.js';
@@ -42,7 +44,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   const db = options.db ?? openDatabase(config.databaseUrl);
   await migrate(db);
-  const services: Services = { config, db, events: new EventBus(), log: fastify.log };
+  const events = new EventBus();
+  const queues = createQueueManager(config, events, fastify.log);
+  await queues.start();
+  const services: Services = { config, db, events, queues, log: fastify.log };
+  // Held GET /events requests (and unused client connections) would keep close() waiting.
+  const closeUnusedConnections = trackUnusedConnections(fastify.server);
+  fastify.addHook('preClose', (done) => {
+    queues.releaseWaiters();
+    closeUnusedConnections();
+    done();
+  });
 
   registerBodyParsers(fastify, config.bodyLimitBytes);
   registerErrorHandling(fastify);
@@ -54,6 +66,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services,
     async close() {
       await fastify.close();
+      await queues.close();
       if (!options.db) await db.close();
     },
   };

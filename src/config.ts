@@ -24,6 +24,10 @@ export interface Config {
     heartbeatSeconds: number;
     /** Seconds a queue may go without a connected client before it is deleted. */
     queueTimeoutSeconds: number;
+    /** Prefix of every Redis key and channel, so several deployments (or test runs) can share a Redis. */
+    redisPrefix: string;
+    /** Approximate number of published events the Redis log keeps for queues moving between processes. */
+    redisLogLength: number;
   };
   invites: { defaultExpiresInMinutes: number; maxPerDay: number };
   rateLimits: { enabled: boolean; apiPerMinute: number; authPerMinute: number };
@@ -81,6 +85,8 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     events: {
       heartbeatSeconds: int(e.PARLEY_HEARTBEAT_SECONDS, 50),
       queueTimeoutSeconds: int(e.PARLEY_QUEUE_TIMEOUT_SECONDS, 600),
+      redisPrefix: e.PARLEY_REDIS_PREFIX ?? 'parley:',
+      redisLogLength: int(e.PARLEY_REDIS_LOG_LENGTH, 100_000),
     },
     rateLimits: {
       enabled: (e.PARLEY_RATE_LIMITS ?? 'on') !== 'off',

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
 import type { Database } from './db/index.js';
 import type { EventBus } from './events/bus.js';
+import type { QueueManager } from './events/queue_manager.js';
 import type { PushSender } from './lib/push/sender.js';
 
 /**
@@ -12,6 +13,8 @@ export interface Services {
   config: Config;
   db: Database;
   events: EventBus;
+  /** Event queues behind POST /register and GET /events (in memory, or shared through Redis). */
+  queues: QueueManager;
   log: FastifyBaseLogger;
   /** Delivers mobile push notifications; unset means they are only logged (lib/push). */
   push?: PushSender;

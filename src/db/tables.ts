@@ -287,6 +287,11 @@ export interface PresenceTable {
   last_update_id: Generated<number>;
 }
 
+export interface PresenceSequenceTable {
+  realm_id: number;
+  last_update_id: Generated<number>;
+}
+
 export interface AlertWordTable {
   user_id: number;
   word: string;
@@ -356,6 +361,7 @@ export interface DB {
   linkifiers: LinkifierTable;
   realm_emoji: RealmEmojiTable;
   presence: PresenceTable;
+  presence_sequences: PresenceSequenceTable;
   alert_words: AlertWordTable;
   muted_users: MutedUserTable;
   audit_log: AuditLogTable;

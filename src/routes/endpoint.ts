@@ -18,6 +18,8 @@ export interface HandlerContext<S extends ParamSpecs, A extends AuthMode> {
   reply: FastifyReply;
   /** The sending client's name (Zulip's `client`), from the `client` parameter or the User-Agent. */
   client: string;
+  /** Parameters the endpoint does not know, for handlers that render their own response body. */
+  ignored: readonly string[];
 }
 
 export interface EndpointDef<S extends ParamSpecs, A extends AuthMode> {
@@ -89,6 +91,7 @@ export function endpoint<S extends ParamSpecs, A extends AuthMode = 'user'>(
           req,
           reply,
           client: clientName(req, raw),
+          ignored,
         });
         if (reply.sent) return reply;
         const body: Record<string, unknown> = { result: 'success', msg: '', ...(data ?? {}) };

@@ -39,6 +39,7 @@ export class ApiClient {
     params: Record<string, ParamValue> = {},
     encoding: Encoding = method === 'GET' ? 'query' : 'form',
     prefix = '/api/v1',
+    signal?: AbortSignal,
   ): Promise<ApiResponse> {
     const headers: Record<string, string> = { 'User-Agent': 'ZulipPython/0.9.1 (Parley tests)', ...this.headers };
     if (this.email !== null && this.apiKey !== null) {
@@ -57,7 +58,7 @@ export class ApiClient {
       for (const [k, v] of pairs) fd.append(k, v);
       body = fd;
     }
-    const res = await fetch(url, { method, headers, body });
+    const res = await fetch(url, { method, headers, body, signal });
     const text = await res.text();
     let parsed: unknown;
     try {

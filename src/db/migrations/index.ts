@@ -6,6 +6,7 @@ import * as m0060 from './0060_org_realm_domain_ids.js';
 import * as m0090 from './0090_server_secrets.js';
 import * as m0091 from './0091_system_bots.js';
 import * as m0040 from './0040_messages_search.js';
+import * as m0050 from './0050_events_presence_sequence.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -22,4 +23,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0090_server_secrets': m0090,
   '0040_messages_search': m0040,
   '0091_system_bots': m0091,
+  '0050_events_presence_sequence': m0050,
 };

@@ -7,6 +7,7 @@ import { fetchOrgState } from './org.js';
 import { fetchGroupsState } from './groups.js';
 import { fetchInvitesState } from './invites.js';
 import { fetchCallsState } from './calls.js';
+import { fetchPresenceState } from './presence.js';
 
 /** Every area's contribution to POST /register, merged in this order. */
 export const STATE_FETCHERS: readonly StateFetcher[] = [
@@ -18,4 +19,5 @@ export const STATE_FETCHERS: readonly StateFetcher[] = [
   fetchOrgState,
   fetchInvitesState,
   fetchCallsState,
+  fetchPresenceState,
 ];

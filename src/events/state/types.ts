@@ -7,6 +7,8 @@ export interface RegisterOptions {
   clientGravatar: boolean;
   includeSubscribers: boolean | 'partial';
   slimPresence: boolean;
+  /** POST /register presence_history_limit_days: how far back `presences` reaches (default 14 days). */
+  presenceHistoryLimitDays?: number;
   allPublicStreams: boolean;
   narrow: { operator: string; operand: unknown; negated?: boolean }[];
   clientCapabilities: Record<string, boolean>;

@@ -1,0 +1,95 @@
+import { sql } from 'kysely';
+import type { Tx } from '../index.js';
+
+export interface PresenceRow {
+  user_id: number;
+  last_active_time: number | null;
+  last_connected_time: number | null;
+  last_update_id: number;
+}
+
+/** A presence row with what formatting needs from its user. */
+export interface RealmPresenceRow extends PresenceRow {
+  email: string;
+  date_joined: number;
+}
+
+export async function fetchPresence(db: Tx, userId: number): Promise<PresenceRow | undefined> {
+  return db
+    .selectFrom('presence')
+    .select(['user_id', 'last_active_time', 'last_connected_time', 'last_update_id'])
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+}
+
+/** Takes the organization's next presence update ID (creating its counter on first use). */
+export async function nextPresenceUpdateId(db: Tx, realmId: number): Promise<number> {
+  const row = await db
+    .insertInto('presence_sequences')
+    .values({ realm_id: realmId, last_update_id: 1 })
+    .onConflict((oc) => oc.column('realm_id').doUpdateSet({ last_update_id: sql<number>`presence_sequences.last_update_id + 1` }))
+    .returning('last_update_id')
+    .executeTakeFirstOrThrow();
+  return Number(row.last_update_id);
+}
+
+export async function upsertPresence(
+  db: Tx,
+  row: { user_id: number; realm_id: number; last_active_time: number | null; last_connected_time: number; last_update_id: number },
+): Promise<void> {
+  await db
+    .insertInto('presence')
+    .values(row)
+    .onConflict((oc) =>
+      oc.column('user_id').doUpdateSet({
+        last_active_time: row.last_active_time,
+        last_connected_time: row.last_connected_time,
+        last_update_id: row.last_update_id,
+      }),
+    )
+    .execute();
+}
+
+/**
+ * Presence of the organization's active human users: those changed after `afterUpdateId`
+ * when given, and (for an initial fetch) only those connected since `connectedSince`.
+ */
+export async function fetchRealmPresences(
+  db: Tx,
+  realmId: number,
+  opts: { afterUpdateId?: number; connectedSince?: number },
+): Promise<RealmPresenceRow[]> {
+  let q = db
+    .selectFrom('presence')
+    .innerJoin('users', 'users.id', 'presence.user_id')
+    .select([
+      'presence.user_id',
+      'presence.last_active_time',
+      'presence.last_connected_time',
+      'presence.last_update_id',
+      'users.email',
+      'users.date_joined',
+    ])
+    .where('presence.realm_id', '=', realmId)
+    .where('users.is_active', '=', 1)
+    .where('users.is_bot', '=', 0);
+  if (opts.afterUpdateId !== undefined) q = q.where('presence.last_update_id', '>', opts.afterUpdateId);
+  if (opts.connectedSince !== undefined) q = q.where('presence.last_connected_time', '>=', opts.connectedSince);
+  return q.orderBy('presence.user_id').execute();
+}
+
+export async function fetchUserPresenceRow(db: Tx, userId: number): Promise<RealmPresenceRow | undefined> {
+  return db
+    .selectFrom('presence')
+    .innerJoin('users', 'users.id', 'presence.user_id')
+    .select([
+      'presence.user_id',
+      'presence.last_active_time',
+      'presence.last_connected_time',
+      'presence.last_update_id',
+      'users.email',
+      'users.date_joined',
+    ])
+    .where('presence.user_id', '=', userId)
+    .executeTakeFirst();
+}
