@@ -5,7 +5,7 @@ import { err, ok } from '../helpers/assert.js';
 import { assertConforms, assertEventConforms } from '../helpers/openapi.js';
 import { captureEvents } from '../helpers/bus.js';
 import { FLAG_BITS } from '../../src/lib/message_flags.js';
-import { createChannel, sendDirect, sendStream, setRealmSettings, subscribe, uniqueName, userMessageFlags } from './messages_send.fixtures.js';
+import { createChannel, sendDirect, sendStream, setRealmSettings, subscribe, systemGroups, uniqueName, userMessageFlags } from './messages_send.fixtures.js';
 
 forEachDatabase('message flags', (server) => {
   test('POST /messages/flags adds and removes read and starred, with update_message_flags events', async () => {
@@ -190,6 +190,26 @@ forEachDatabase('message flags', (server) => {
     const general = await sendStream(hamlet.client, name, '', 'in general chat');
     assert.equal(ok(await hamlet.client.get(`/messages/${general}`)).message.subject, 'general chat');
     assert.equal(ok(await hamlet.client.get(`/messages/${general}`, { allow_empty_topic_name: true })).message.subject, '');
+  });
+
+  test('GET /messages/{message_id} follows channel history access: protected history, groups allowed to subscribe', async () => {
+    const s = server();
+    const { hamlet, othello, guest } = s.cast;
+    const g = await systemGroups(s);
+    const shared = uniqueName('Shared history');
+    await createChannel(s, shared, { inviteOnly: true, historyPublic: true, subscribers: [hamlet.user], permissions: { can_subscribe_group: g['role:members'] } });
+    const id = await sendStream(hamlet.client, shared, 't', 'x');
+    // Members may subscribe themselves, so they may read the shared history; guests may not.
+    assert.deepEqual(ok(await othello.client.get(`/messages/${id}`)).message.flags, ['read', 'historical']);
+    err(await guest.client.get(`/messages/${id}`), 400, 'BAD_REQUEST', 'Invalid message(s)');
+    const protectedName = uniqueName('Protected history');
+    const stream = await createChannel(s, protectedName, { inviteOnly: true, historyPublic: false, subscribers: [hamlet.user], permissions: { can_subscribe_group: g['role:members'] } });
+    const before = await sendStream(hamlet.client, protectedName, 't', 'before');
+    err(await othello.client.get(`/messages/${before}`), 400, 'BAD_REQUEST', 'Invalid message(s)');
+    await subscribe(s, stream, [othello.user]);
+    err(await othello.client.get(`/messages/${before}`), 400, 'BAD_REQUEST', 'Invalid message(s)');
+    const after = await sendStream(hamlet.client, protectedName, 't', 'after');
+    assert.deepEqual(ok(await othello.client.get(`/messages/${after}`)).message.flags, []);
   });
 
   test('GET /messages/{message_id}/read_receipts lists readers other than the sender', async () => {
