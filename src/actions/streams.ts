@@ -26,7 +26,7 @@ import {
   setSubscriptionsActive,
   updateSubscriptionRow,
 } from '../db/repos/subscriptions.js';
-import { fetchRealmUsers, fetchUsersByIds } from '../db/repos/users.js';
+import { fetchActiveUserRoles, fetchUsersByIds } from '../db/repos/users.js';
 import { fetchActiveUserIds } from '../db/repos/user_groups.js';
 import { JsonableError, badRequest, insufficientPermission, ownerRequired, streamDoesNotExist } from '../errors.js';
 import type { ZulipEvent } from '../events/bus.js';
@@ -71,25 +71,21 @@ type AfterCommit = (cb: () => void) => void;
 
 /** Realm-wide state for deciding who sees a change; read inside the action's transaction. */
 interface RealmView {
-  users: Map<number, User>;
   active: RealmUserRole[];
+  activeIds: Set<number>;
   m: GroupMembership;
 }
 
 async function loadRealmView(tx: Tx, realmId: number): Promise<RealmView> {
-  const users = await fetchRealmUsers(tx, realmId);
+  const active = await fetchActiveUserRoles(tx, realmId);
   const m = await loadGroupMembership(tx, realmId);
-  return {
-    users: new Map(users.map((u) => [u.id, u])),
-    active: users.filter((u) => u.is_active).map((u) => ({ id: u.id, role: u.role })),
-    m,
-  };
+  return { active, activeIds: new Set(active.map((u) => u.id)), m };
 }
 
 function formatContext(view: RealmView, subscribers: ReadonlyMap<number, readonly number[]>): StreamFormatContext {
   return {
     subscriberCount: (id) => subscribers.get(id)?.length ?? 0,
-    isActiveUser: (id) => !!view.users.get(id)?.is_active,
+    isActiveUser: (id) => view.activeIds.has(id),
     systemGroupName: (id) => {
       const g = view.m.byId.get(id);
       return g?.isSystem ? g.name : undefined;
@@ -557,8 +553,7 @@ export async function doSetStreamMessageRetentionDays(services: Services, realm:
 
 async function sendDefaultStreams(services: Services, tx: Tx, realm: Realm, afterCommit: AfterCommit): Promise<void> {
   const ids = await fetchDefaultStreamIds(tx, realm.id);
-  const users = await fetchRealmUsers(tx, realm.id);
-  const audience = users.filter((u) => u.is_active && u.role !== ROLE_GUEST).map((u) => u.id);
+  const audience = (await fetchActiveUserRoles(tx, realm.id)).filter((u) => u.role !== ROLE_GUEST).map((u) => u.id);
   send(services, realm, afterCommit, { type: 'default_streams', default_streams: ids }, audience);
 }
 
