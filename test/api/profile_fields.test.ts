@@ -4,8 +4,9 @@ import { forEachDatabase, type TestServer } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { assertConforms, assertMatchesComponent } from '../helpers/openapi.js';
 import { captureEvents, recipientIds } from '../helpers/bus.js';
+import type { ParamValue } from '../helpers/client.js';
 
-async function createField(s: TestServer, params: Record<string, unknown>): Promise<number> {
+async function createField(s: TestServer, params: Record<string, ParamValue>): Promise<number> {
   return ok(await s.cast.admin.client.post('/realm/profile_fields', params)).id;
 }
 
@@ -69,7 +70,7 @@ forEachDatabase('custom profile fields', (server) => {
 
   test('POST /realm/profile_fields refuses invalid definitions with Zulip messages', async () => {
     const s = server();
-    const bad = (params: Record<string, unknown>, msg: string) => s.cast.admin.client.post('/realm/profile_fields', params).then((r) => err(r, 400, 'BAD_REQUEST', msg));
+    const bad = (params: Record<string, ParamValue>, msg: string) => s.cast.admin.client.post('/realm/profile_fields', params).then((r) => err(r, 400, 'BAD_REQUEST', msg));
     const missing = err(await s.cast.admin.client.post('/realm/profile_fields', { name: 'x' }), 400, 'REQUEST_VARIABLE_MISSING');
     assert.equal(missing.var_name, 'field_type');
     await bad({ name: 'x', field_type: 99 }, 'Invalid field type.');
@@ -117,7 +118,7 @@ forEachDatabase('custom profile fields', (server) => {
     const s = server();
     const { hamlet, othello, bot, guest } = s.cast;
     const c = hamlet.client;
-    const bad = async (data: unknown, msg: string) => err(await c.patch('/users/me/profile_data', { data }), 400, 'BAD_REQUEST', msg);
+    const bad = async (data: ParamValue, msg: string) => err(await c.patch('/users/me/profile_data', { data }), 400, 'BAD_REQUEST', msg);
     await bad([{ id: 987654, value: 'x' }], 'Field id 987654 not found.');
     await bad([{ id: phone, value: 'x'.repeat(51) }], 'Mobile is too long (limit: 50 characters)');
     await bad([{ id: bio, value: 'x'.repeat(501) }], 'Biography is too long (limit: 500 characters)');

@@ -4,7 +4,7 @@ import type { CustomProfileValueRow } from '../../db/repos/custom_profile_fields
 import { AVATAR_FROM_GRAVATAR, avatarUrl } from '../avatar.js';
 import { EMAIL_VISIBILITY_EVERYONE, canAccessDeliveryEmail, dummyEmail, emailAddressVisibility } from '../access/users.js';
 import { isRenderable } from '../custom_profile_fields.js';
-import { ROLE_MEMBER, ROLE_OWNER, isAdmin } from '../roles.js';
+import { ROLE_GUEST, ROLE_MEMBER, ROLE_OWNER, isAdmin } from '../roles.js';
 import { realmUrl } from '../urls.js';
 
 /** One entry of a user's profile_data: `value`, plus `rendered_value` for Markdown fields. */
@@ -54,7 +54,7 @@ export function formatUser(user: User, ctx: UserFormatContext): Record<string, u
     avatar_version: user.avatar_version,
     is_admin: isAdmin(user),
     is_owner: user.role === ROLE_OWNER,
-    is_guest: user.role === 600,
+    is_guest: user.role === ROLE_GUEST,
     role: user.role,
     is_bot: !!user.is_bot,
     full_name: user.full_name,
