@@ -13,7 +13,7 @@ interface Rule {
 }
 type Lexer = Record<string, Rule[]>;
 
-/** Rules of one lexer state. Sources are combined into one regex, so no numbered back-references. */
+/** Rules of one lexer state. Sources are combined into one regex: no back-references. */
 function rules(...defs: [string, Action, string?][]): Rule[] {
   return defs.map(([src, action, next]) => ({ re: new RegExp(src, 'myu'), action, next }));
 }
@@ -276,24 +276,46 @@ export function canonicalLanguageName(lang: string): string | undefined {
 interface CompiledState {
   re: RegExp;
   rules: Rule[];
-  /** Index of each rule's enclosing group in the combined match. */
-  groupOf: number[];
 }
 
 const compiledStates = new WeakMap<Rule[], CompiledState>();
 
-/** One sticky regex per state: alternatives are tried in rule order, like Pygments does. */
+/** A regex source with its capturing groups made non-capturing (lookarounds untouched). */
+function withoutCaptures(src: string): string {
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < src.length; i++) {
+    const c = src[i]!;
+    if (c === '\\') {
+      out += c + (src[++i] ?? '');
+    } else if (inClass) {
+      if (c === ']') inClass = false;
+      out += c;
+    } else if (c === '[') {
+      inClass = true;
+      out += c;
+    } else if (c === '(' && src[i + 1] !== '?') {
+      out += '(?:';
+    } else if (c === '(' && src.startsWith('(?<', i) && src[i + 3] !== '=' && src[i + 3] !== '!') {
+      out += '(?:';
+      i = src.indexOf('>', i);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/**
+ * One sticky regex per state whose alternatives are the rules in order (the first rule that
+ * matches wins, as in Pygments); group i + 1 tells that rule i matched.
+ */
 function compileState(state: Rule[]): CompiledState {
   let compiled = compiledStates.get(state);
-  if (compiled) return compiled;
-  const groupOf: number[] = [];
-  let group = 1;
-  for (const rule of state) {
-    groupOf.push(group);
-    group += 1 + (new RegExp(`${rule.re.source}|`, 'u').exec('')!.length - 1);
+  if (!compiled) {
+    compiled = { re: new RegExp(state.map((r) => `(${withoutCaptures(r.re.source)})`).join('|'), 'myu'), rules: state };
+    compiledStates.set(state, compiled);
   }
-  compiled = { re: new RegExp(state.map((r) => `(${r.re.source})`).join('|'), 'myu'), rules: state, groupOf };
-  compiledStates.set(state, compiled);
   return compiled;
 }
 
@@ -305,7 +327,8 @@ function tokenize(lexer: Lexer, text: string): Token[] {
     const state = compileState(lexer[stack[stack.length - 1]!]!);
     state.re.lastIndex = pos;
     const m = state.re.exec(text);
-    const i = m ? state.groupOf.findIndex((g) => m[g] !== undefined) : -1;
+    let i = -1;
+    if (m) for (let g = 1; g < m.length; g++) if (m[g] !== undefined) { i = g - 1; break; }
     const rule = state.rules[i];
     // A zero-width match that does not change state would loop forever: treat as no match.
     if (!m || !rule || (m[0].length === 0 && !rule.next)) {
@@ -316,12 +339,14 @@ function tokenize(lexer: Lexer, text: string): Token[] {
       stack.length = 1;
       continue;
     }
-    const g = state.groupOf[i]!;
     if (typeof rule.action === 'string') {
       if (m[0]) out.push([rule.action, m[0]]);
     } else {
+      // Only rules with per-group token types need their own groups.
+      rule.re.lastIndex = pos;
+      const groups = rule.re.exec(text)!;
       rule.action.forEach((cls, k) => {
-        const part = m[g + 1 + k];
+        const part = groups[k + 1];
         if (part) out.push([cls, part]);
       });
     }
