@@ -36,6 +36,7 @@ import {
   topicHasMessagesReceivedBy,
 } from '../db/repos/messages.js';
 import { fetchActiveUserRoles, fetchUserById, fetchUsersByIds } from '../db/repos/users.js';
+import { fetchSystemGroups } from '../db/repos/user_groups.js';
 import {
   bulkInsertUserMessages,
   fetchUnreadIdsInStream,
@@ -70,6 +71,8 @@ import {
   loadUserGroupMembership,
   userHasGroupPermission,
   type GroupMembership,
+  type GroupPermissionConfig,
+  type GroupSettingValue,
 } from '../lib/group_settings.js';
 import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, flagsList, isFlagName, type FlagName } from '../lib/message_flags.js';
 import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
@@ -366,14 +369,23 @@ async function checkCanSendDirectMessage(db: Tx, realm: Realm, sender: User, rec
   if (sender.is_bot) return;
   if (recipients.every((u) => u.is_bot || u.id === sender.id)) return;
   const settings = realmSettings(realm);
-  const m = await loadGroupMembership(db, realm.id);
-  const everyone = [sender, ...recipients];
+  // Each participant's own groups (one small query each, usually only the sender's).
+  const holds = async (u: User, value: GroupSettingValue, config: GroupPermissionConfig): Promise<boolean> =>
+    userHasGroupPermission(await loadUserGroupMembership(db, u), value, u, config);
   const permission = settings.direct_message_permission_group;
-  if (!everyone.some((u) => userHasGroupPermission(m, permission, u, REALM_GROUP_SETTING_CONFIG.direct_message_permission_group))) {
-    if (m.isSystemGroupValue(permission, 'role:nobody')) throw badRequest('Direct messages are disabled in this organization.');
+  let authorized = false;
+  for (const u of [sender, ...recipients]) {
+    if (await holds(u, permission, REALM_GROUP_SETTING_CONFIG.direct_message_permission_group)) {
+      authorized = true;
+      break;
+    }
+  }
+  if (!authorized) {
+    const nobody = (await fetchSystemGroups(db, realm.id)).find((g) => g.name === 'role:nobody')?.id;
+    if (permission === nobody) throw badRequest('Direct messages are disabled in this organization.');
     throw badRequest('This conversation does not include any users who can authorize it.');
   }
-  if (userHasGroupPermission(m, settings.direct_message_initiator_group, sender, REALM_GROUP_SETTING_CONFIG.direct_message_initiator_group)) return;
+  if (await holds(sender, settings.direct_message_initiator_group, REALM_GROUP_SETTING_CONFIG.direct_message_initiator_group)) return;
   if (!(await dmConversationExists(db, realm.id, dmKey))) {
     throw badRequest('You do not have permission to initiate direct message conversations.');
   }
