@@ -83,7 +83,7 @@ function conditionSql(c: NarrowCondition, reader: NarrowReader): RawBuilder<SqlB
   return c.negated ? sql<SqlBool>`(${positive}) IS NOT TRUE` : positive;
 }
 
-export type Base = 'user' | 'history';
+type Base = 'user' | 'history';
 
 /**
  * How one narrow query runs: its base (see above), the column it is ordered and bounded
@@ -115,7 +115,7 @@ function planFor(reader: NarrowReader, narrow: ResolvedNarrow, base: Base): Plan
   return { base, id: sql<number>`um.message_id`, fts: null };
 }
 
-export interface NarrowSelect {
+interface NarrowSelect {
   narrow: ResolvedNarrow;
   /** Conditions beyond the narrow's own (first_unread adds unread and muting). */
   conditions?: NarrowCondition[];

@@ -62,15 +62,13 @@ async function expandWith(db: Tx, realm: Pick<Realm, 'id'>, reader: Reader, narr
   return [...conversation, ...others];
 }
 
-async function resolveUser(db: Tx, realmId: number, operand: NarrowOperand, reader: Reader): Promise<User> {
+/** A user named by ID or email (deactivated users included, as in Zulip), or "me". */
+async function resolveUserId(db: Tx, realmId: number, operand: NarrowOperand, reader: Reader): Promise<number> {
+  if (operand === 'me') return reader.id;
   const user =
-    typeof operand === 'number'
-      ? (await fetchUsersByIds(db, realmId, [operand]))[0]
-      : operand === 'me'
-        ? (await fetchUsersByIds(db, realmId, [reader.id]))[0]
-        : await fetchUserByEmail(db, realmId, String(operand));
+    typeof operand === 'number' ? (await fetchUsersByIds(db, realmId, [operand]))[0] : await fetchUserByEmail(db, realmId, String(operand));
   if (!user) throw badNarrow(`unknown user ${String(operand)}`);
-  return user;
+  return user.id;
 }
 
 /** The dm_key of the conversation between the reader and the operand's users, or null if it names nobody. */
@@ -117,11 +115,12 @@ export async function resolveNarrow(db: Tx, realm: Realm, reader: User, input: N
   let includeHistory = false;
   let channelStreamId: number | null = null;
 
+  const add = (c: NarrowCondition): void => {
+    conditions.push(c);
+  };
+
   for (const term of narrow) {
     const { operand, negated } = term;
-    const add = (c: NarrowCondition): void => {
-      conditions.push(c);
-    };
     switch (canonicalOperator(term.operator)) {
       case 'channel': {
         markKind(negated, 'channel');
@@ -149,10 +148,10 @@ export async function resolveNarrow(db: Tx, realm: Realm, reader: User, input: N
         break;
       }
       case 'sender':
-        add({ kind: 'sender', userId: (await resolveUser(db, realm.id, operand, reader)).id, negated });
+        add({ kind: 'sender', userId: await resolveUserId(db, realm.id, operand, reader), negated });
         break;
       case 'mentions':
-        add({ kind: 'mentions', userId: (await resolveUser(db, realm.id, operand, reader)).id, negated });
+        add({ kind: 'mentions', userId: await resolveUserId(db, realm.id, operand, reader), negated });
         break;
       case 'dm': {
         markKind(negated, 'dm');
@@ -163,10 +162,10 @@ export async function resolveNarrow(db: Tx, realm: Realm, reader: User, input: N
       case 'dm-including':
       case 'group-pm-with': {
         markKind(negated, 'dm');
-        const other = await resolveUser(db, realm.id, operand, reader);
+        const other = await resolveUserId(db, realm.id, operand, reader);
         const groupOnly = canonicalOperator(term.operator) === 'group-pm-with';
         // dm-including with oneself is every direct message (Zulip), like is:dm.
-        add(other.id === reader.id && !groupOnly ? { kind: 'private', negated } : { kind: 'dm_including', userId: other.id, groupOnly, negated });
+        add(other === reader.id && !groupOnly ? { kind: 'private', negated } : { kind: 'dm_including', userId: other, groupOnly, negated });
         break;
       }
       case 'is':
@@ -175,9 +174,7 @@ export async function resolveNarrow(db: Tx, realm: Realm, reader: User, input: N
       case 'in': {
         const where = String(operand);
         if (where === 'home') add({ kind: 'unmuted', streamMutes: true, negated });
-        else if (where !== 'all') {
-          throw badNarrow(`unknown 'in' operand ${where}`);
-        }
+        else if (where !== 'all') throw badNarrow(`unknown 'in' operand ${where}`);
         break;
       }
       case 'has': {
