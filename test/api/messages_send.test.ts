@@ -532,6 +532,28 @@ forEachDatabase('POST /messages', (server) => {
     }
   });
 
+  test('a channel with more recipients than one insert chunk gets every user_messages row', async () => {
+    const s = server();
+    const db = s.app.services.db.kysely;
+    const n = 5100;
+    const rows = Array.from({ length: n }, (_, i) => ({
+      realm_id: s.realm.id,
+      email: `bulk${i}@example.com`,
+      email_lc: `bulk${i}@example.com`,
+      delivery_email: `bulk${i}@example.com`,
+      full_name: `Bulk ${i}`,
+      api_key: `bulk-key-${i}-${'x'.repeat(20)}`,
+      date_joined: 1,
+    }));
+    for (let i = 0; i < rows.length; i += 1000) await db.insertInto('users').values(rows.slice(i, i + 1000)).execute();
+    const bulk = await db.selectFrom('users').selectAll().where('email', 'like', 'bulk%').execute();
+    const name = uniqueName('Huge');
+    await createChannel(s, name, { subscribers: [s.cast.hamlet.user, ...bulk] });
+    const id = await sendStream(s.cast.hamlet.client, name, 'everyone', 'hello, crowd');
+    const count = await db.selectFrom('user_messages').select((eb) => eb.fn.countAll<number>().as('n')).where('message_id', '=', id).executeTakeFirstOrThrow();
+    assert.equal(Number(count.n), n + 1);
+  });
+
   test('users who muted the sender receive the message already read', async () => {
     const s = server();
     const { hamlet, othello } = s.cast;
