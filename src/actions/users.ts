@@ -11,7 +11,7 @@ import {
   fetchActiveUserRoles,
   fetchRealmUsers,
   fetchSubscribedStreams,
-  fetchUserById,
+  fetchUsersByIds,
   insertAuditLog,
   insertUser,
   updateUserRow,
@@ -30,7 +30,7 @@ import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings
 import { loadGroupMembership, userHasGroupPermission } from '../lib/group_settings.js';
 import { SYSTEM_GROUP_FOR_ROLE } from '../lib/system_groups.js';
 import { initialUserSettingsJson, realmUserSettingsDefaults } from '../lib/user_settings.js';
-import { apiEmailFor, canAccessDeliveryEmail, userIdsWhoCanAccess } from '../lib/access/users.js';
+import { AccessorIndex, apiEmailFor, canAccessDeliveryEmail, loadAccessorIndex, userIdsWhoCanAccess } from '../lib/access/users.js';
 import { formatInaccessibleUser, formatUser } from '../lib/format/users.js';
 import { checkProfileFieldValue, isRenderable, renderProfileValue } from '../lib/custom_profile_fields.js';
 import { emailAllowedForRealm } from './realm_domains.js';
@@ -230,17 +230,17 @@ export async function doReactivateUser(services: Services, realm: Realm, target:
  * differs between `before` and `after` (a change of the user's visibility setting).
  */
 async function notifyDeliveryEmailAccess(
-  tx: Tx,
   services: Services,
   afterCommit: AfterCommit,
   realm: Realm,
   viewers: ReadonlyMap<number, { id: number; role: number }>,
+  accessors: AccessorIndex,
   before: User,
   after: User,
 ): Promise<void> {
   const gained: number[] = [];
   const lost: number[] = [];
-  for (const id of await userIdsWhoCanAccess(tx, realm, after)) {
+  for (const id of await accessors.userIds(after)) {
     const viewer = viewers.get(id);
     if (!viewer) continue;
     const could = canAccessDeliveryEmail(viewer, before);
@@ -251,12 +251,13 @@ async function notifyDeliveryEmailAccess(
   if (lost.length) sendAfterCommit(services, afterCommit, realm, realmUserUpdate({ user_id: after.id, delivery_email: null }), lost);
 }
 
-async function storeApiEmail(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, user: User): Promise<User> {
+async function storeApiEmail(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, user: User, accessors?: AccessorIndex): Promise<User> {
   const email = apiEmailFor(services.config, realm, user);
   if (email === user.email) return user;
   await updateUserRow(tx, user.id, { email, email_lc: email.toLowerCase() });
   const updated = { ...user, email, email_lc: email.toLowerCase() };
-  sendAfterCommit(services, afterCommit, realm, realmUserUpdate({ user_id: user.id, new_email: email }), await userIdsWhoCanAccess(tx, realm, updated));
+  const recipients = await (accessors ?? (await loadAccessorIndex(tx, realm))).userIds(updated);
+  sendAfterCommit(services, afterCommit, realm, realmUserUpdate({ user_id: user.id, new_email: email }), recipients);
   return updated;
 }
 
@@ -276,11 +277,13 @@ export async function syncEmailVisibility(
   usersBefore: readonly User[],
 ): Promise<void> {
   const viewers = new Map((await fetchActiveUserRoles(tx, realm.id)).map((u) => [u.id, u]));
+  const accessors = await loadAccessorIndex(tx, realm);
+  const current = new Map((await fetchUsersByIds(tx, realm.id, usersBefore.map((u) => u.id))).map((u) => [u.id, u]));
   for (const before of usersBefore) {
-    const current = await fetchUserById(tx, realm.id, before.id);
-    if (!current) continue;
-    const after = await storeApiEmail(tx, services, afterCommit, realm, current);
-    await notifyDeliveryEmailAccess(tx, services, afterCommit, realm, viewers, before, after);
+    const row = current.get(before.id);
+    if (!row) continue;
+    const after = await storeApiEmail(tx, services, afterCommit, realm, row, accessors);
+    await notifyDeliveryEmailAccess(services, afterCommit, realm, viewers, accessors, before, after);
   }
 }
 

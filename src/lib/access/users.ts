@@ -117,19 +117,39 @@ export async function loadUserAccess(db: Tx, realm: Realm, caller: Pick<User, 'i
 }
 
 /**
- * Active users who may see `target` (Zulip's get_user_ids_who_can_access_user): the
- * recipients of events about that user.
+ * Who may see which users, loaded once for a realm: the recipients of events about users
+ * (Zulip's get_user_ids_who_can_access_user). Reuse one index for many targets.
  */
-export async function userIdsWhoCanAccess(db: Tx, realm: Realm, target: Pick<User, 'id' | 'is_bot'>): Promise<number[]> {
+export class AccessorIndex {
+  constructor(
+    private readonly db: Tx,
+    private readonly realmId: number,
+    private readonly active: readonly { id: number; role: number }[],
+    /** Active guests outside can_access_all_users_group. */
+    private readonly restrictedGuests: readonly { id: number }[],
+  ) {}
+
+  /** Active users who may see `target`. */
+  async userIds(target: Pick<User, 'id' | 'is_bot'>): Promise<number[]> {
+    const guests = this.restrictedGuests.filter((g) => g.id !== target.id);
+    if (target.is_bot || guests.length === 0) return this.active.map((u) => u.id);
+    const sharing = new Set(await fetchUserIdsSharingConversations(this.db, this.realmId, target.id));
+    const excluded = new Set(guests.filter((g) => !sharing.has(g.id)).map((g) => g.id));
+    return this.active.filter((u) => !excluded.has(u.id)).map((u) => u.id);
+  }
+}
+
+export async function loadAccessorIndex(db: Tx, realm: Realm): Promise<AccessorIndex> {
   const active = await fetchActiveUserRoles(db, realm.id);
-  const guests = active.filter((u) => u.role === ROLE_GUEST && u.id !== target.id);
-  if (target.is_bot || guests.length === 0) return active.map((u) => u.id);
+  const guests = active.filter((u) => u.role === ROLE_GUEST);
+  if (guests.length === 0) return new AccessorIndex(db, realm.id, active, []);
   const m = await loadGroupMembership(db, realm.id);
-  const restricted = guests.filter((g) => !callerCanAccessAllUsers(realm, g, m));
-  if (restricted.length === 0) return active.map((u) => u.id);
-  const sharing = new Set(await fetchUserIdsSharingConversations(db, realm.id, target.id));
-  const excluded = new Set(restricted.filter((g) => !sharing.has(g.id)).map((g) => g.id));
-  return active.filter((u) => !excluded.has(u.id)).map((u) => u.id);
+  return new AccessorIndex(db, realm.id, active, guests.filter((g) => !callerCanAccessAllUsers(realm, g, m)));
+}
+
+/** Active users who may see `target`; for many targets, use loadAccessorIndex once. */
+export async function userIdsWhoCanAccess(db: Tx, realm: Realm, target: Pick<User, 'id' | 'is_bot'>): Promise<number[]> {
+  return (await loadAccessorIndex(db, realm)).userIds(target);
 }
 
 export interface AccessUserOptions {
