@@ -14,6 +14,7 @@ import { formatMessages, type MessageDict } from '../format/messages.js';
 import { FLAG_BITS } from '../message_flags.js';
 import { realmSettings } from '../realm_settings.js';
 import { NEWEST_ANCHOR_THRESHOLD, type Anchor } from './anchor.js';
+import type { ResolvedNarrow } from './conditions.js';
 import { firstUnreadMuting, resolveNarrow } from './resolve.js';
 import { searchMatchFields } from './search.js';
 import { LARGER_THAN_MAX_MESSAGE_ID, type Narrow } from './terms.js';
@@ -74,18 +75,26 @@ function limitRows(rows: NarrowRow[], anchor: number, numBefore: number, numAfte
   };
 }
 
+export type WindowOptions = Pick<FetchOptions, 'narrow' | 'anchor' | 'messageIds' | 'includeAnchor' | 'numBefore' | 'numAfter'>;
+
+/** The rows of a narrow window, without message dicts. */
+export interface NarrowWindow {
+  narrow: ResolvedNarrow;
+  /** Message rows with the reader's flag bits (null: historical), oldest first. */
+  rows: NarrowRow[];
+  /** The anchor used; undefined when fetching by message IDs. */
+  anchor?: number;
+  foundAnchor: boolean;
+  foundOldest: boolean;
+  foundNewest: boolean;
+}
+
 /**
- * GET /messages: the messages of a narrow around an anchor (or among given IDs) that the
- * reader may see, oldest first, as message dicts with the reader's flags and, for
- * searches, the highlighted match_content / match_subject. A constant number of queries.
+ * The messages of a narrow around an anchor (or among given IDs) that the reader may see,
+ * as rows: what GET /messages formats, and what POST /messages/flags/narrow needs without
+ * formatting. Checks Zulip's limits on the range first.
  */
-export async function fetchMessagesForNarrow(
-  db: Database,
-  realm: Realm,
-  realmUrl: string,
-  user: User,
-  opts: FetchOptions,
-): Promise<FetchResult> {
+export async function fetchNarrowWindow(db: Database, realm: Realm, user: User, opts: WindowOptions): Promise<NarrowWindow> {
   const requested = opts.messageIds !== null ? opts.messageIds.length : opts.numBefore + opts.numAfter;
   if (requested > MAX_MESSAGES_PER_FETCH) throw badRequest(`Too many messages requested (maximum ${MAX_MESSAGES_PER_FETCH}).`);
   if (opts.numBefore > 0 && opts.numAfter > 0 && !opts.includeAnchor) {
@@ -94,35 +103,47 @@ export async function fetchMessagesForNarrow(
   const k = db.kysely;
   const reader: NarrowReader = { userId: user.id, dialect: db.dialect };
   const narrow = await resolveNarrow(k, realm, user, opts.narrow);
-
-  let window: Window;
-  let anchor: number | undefined;
   if (opts.messageIds !== null) {
-    window = { rows: await fetchNarrowByIds(k, reader, narrow, opts.messageIds), foundAnchor: false, foundOldest: false, foundNewest: false };
-  } else {
-    const a = opts.anchor ?? { kind: 'id', id: LARGER_THAN_MAX_MESSAGE_ID };
-    if (a.kind === 'first_unread') anchor = (await findFirstUnread(k, reader, narrow, firstUnreadMuting(narrow))) ?? LARGER_THAN_MAX_MESSAGE_ID;
-    else if (a.kind === 'date') anchor = (await findFirstSince(k, reader, narrow, a.since)) ?? LARGER_THAN_MAX_MESSAGE_ID;
-    else anchor = a.id;
-    const toLeft = anchor === 0;
-    const toRight = anchor >= NEWEST_ANCHOR_THRESHOLD;
-    const numAfter = toRight ? 0 : opts.numAfter;
-    const rows = await fetchNarrowRange(k, reader, narrow, {
-      anchor,
-      numBefore: opts.numBefore,
-      numAfter,
-      includeAnchor: opts.includeAnchor,
-      anchoredToLeft: toLeft,
-      anchoredToRight: toRight,
-    });
-    window = limitRows(rows, anchor, opts.numBefore, numAfter, toLeft, toRight);
+    const rows = await fetchNarrowByIds(k, reader, narrow, opts.messageIds);
+    return { narrow, rows, foundAnchor: false, foundOldest: false, foundNewest: false };
   }
+  const a = opts.anchor ?? { kind: 'id', id: LARGER_THAN_MAX_MESSAGE_ID };
+  let anchor: number;
+  if (a.kind === 'first_unread') anchor = (await findFirstUnread(k, reader, narrow, firstUnreadMuting(narrow))) ?? LARGER_THAN_MAX_MESSAGE_ID;
+  else if (a.kind === 'date') anchor = (await findFirstSince(k, reader, narrow, a.since)) ?? LARGER_THAN_MAX_MESSAGE_ID;
+  else anchor = a.id;
+  const toLeft = anchor === 0;
+  const toRight = anchor >= NEWEST_ANCHOR_THRESHOLD;
+  const numAfter = toRight ? 0 : opts.numAfter;
+  const rows = await fetchNarrowRange(k, reader, narrow, {
+    anchor,
+    numBefore: opts.numBefore,
+    numAfter,
+    includeAnchor: opts.includeAnchor,
+    anchoredToLeft: toLeft,
+    anchoredToRight: toRight,
+  });
+  return { narrow, anchor, ...limitRows(rows, anchor, opts.numBefore, numAfter, toLeft, toRight) };
+}
 
+/**
+ * GET /messages: fetchNarrowWindow's rows as message dicts with the reader's flags and,
+ * for searches, the highlighted match_content / match_subject. A constant number of queries.
+ */
+export async function fetchMessagesForNarrow(
+  db: Database,
+  realm: Realm,
+  realmUrl: string,
+  user: User,
+  opts: FetchOptions,
+): Promise<FetchResult> {
+  const window = await fetchNarrowWindow(db, realm, user, opts);
+  const { narrow, anchor } = window;
   const settings = realmSettings(realm);
   const flags = new Map<number, number>();
   for (const r of window.rows) if (r.um_flags !== null) flags.set(r.id, r.um_flags);
   const dicts = await formatMessages(
-    k,
+    db.kysely,
     realm,
     realmUrl,
     window.rows,
