@@ -568,7 +568,7 @@ export async function checkRoleChange(db: Tx, realm: Realm, caller: User, target
 /** DELETE /users/me (Zulip's deactivate_user_own_backend). */
 export async function checkDeactivateOwnUser(db: Tx, realm: Realm, user: User): Promise<void> {
   if ((await countActiveUsers(db, realm.id)) === 1) {
-    throw new JsonableError('Cannot deactivate the only user.', 'CANNOT_DEACTIVATE_LAST_USER', 400, { is_last_owner: false, entity: 'user' });
+    throw new JsonableError('Cannot deactivate the only user', 'CANNOT_DEACTIVATE_LAST_USER', 400, { is_last_owner: false, entity: 'user' });
   }
   if (await isLastOwner(db, realm, user)) {
     throw new JsonableError('Cannot deactivate the only organization owner', 'CANNOT_DEACTIVATE_LAST_USER', 400, {

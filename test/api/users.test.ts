@@ -6,6 +6,7 @@ import { assertConforms, assertMatchesComponent } from '../helpers/openapi.js';
 import { captureEvents, recipientIds } from '../helpers/bus.js';
 import { doCreateUser, doSetSpecialPermission, syncEmailVisibility } from '../../src/actions/users.js';
 import { transaction } from '../../src/db/index.js';
+import { doCreateRealm } from '../../src/actions/realms.js';
 import { fetchUserById, updateUserRow } from '../../src/db/repos/users.js';
 import { gravatarHash } from '../../src/lib/avatar.js';
 import { ROLE_ADMINISTRATOR, ROLE_GUEST, ROLE_MEMBER, ROLE_MODERATOR, ROLE_OWNER } from '../../src/lib/roles.js';
@@ -319,6 +320,24 @@ forEachDatabase('users', (server) => {
     ok(done);
     assertConforms(done, 'DELETE', '/users/me');
     err(await client.get('/users/me'), 401, 'USER_DEACTIVATED');
+  });
+
+  test('DELETE /users/me: the only user of an organization cannot leave either', async () => {
+    const s = server();
+    const realm = await doCreateRealm(s.app.services, { stringId: `solo${s.kind}`, name: 'Solo' });
+    const only = await doCreateUser(s.app.services, realm, { email: 'only@example.com', fullName: 'Only One', password: PASSWORD, role: ROLE_OWNER, actingUser: null });
+    const host = `solo${s.kind}.${new URL(s.config.externalUrl).host}`;
+    // fetch() does not let a request choose its Host header; inject() does.
+    const reply = await s.app.fastify.inject({
+      method: 'DELETE',
+      url: '/api/v1/users/me',
+      headers: { host, authorization: `Basic ${Buffer.from(`${only.email}:${only.api_key}`).toString('base64')}` },
+    });
+    const res = { status: reply.statusCode, headers: new Headers(), body: reply.json() };
+    const body = err(res, 400, 'CANNOT_DEACTIVATE_LAST_USER', 'Cannot deactivate the only user');
+    assert.equal(body.is_last_owner, false);
+    assert.equal(body.entity, 'user');
+    assertConforms(res, 'DELETE', '/users/me');
   });
 
   test('PATCH /users/{user_id}: names, roles and their rules, with events', async () => {
