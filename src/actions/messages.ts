@@ -3,6 +3,7 @@ import { now, transaction, type Tx } from '../db/index.js';
 import type { Message, Realm, Stream, User } from '../db/tables.js';
 import {
   deleteMessagesByIds,
+  deleteUserMessagesFor,
   fetchRecipientRows,
   fetchTopicMessagesForMove,
   setUserMessageFlagsRow,
@@ -58,6 +59,8 @@ import {
   canAccessStreamHistory,
   canAdministerChannel,
   hasChannelPermission,
+  accessStreamById,
+  checkCanSendMessageGroup,
   metadataAccessUserIds,
 } from '../lib/access/streams.js';
 import { canAccessDeliveryEmail, loadUserAccess } from '../lib/access/users.js';
@@ -96,7 +99,7 @@ import {
 import { realmUrl } from '../lib/urls.js';
 import { mentionCandidates, renderMarkdown, topicLinks, type Linkifier, type MarkdownContext } from '../lib/markdown/index.js';
 import { RESOLVED_TOPIC_PREFIX } from '../lib/narrow/terms.js';
-import { isAdmin, isModerator } from '../lib/roles.js';
+import { isAdmin, isGuest, isModerator } from '../lib/roles.js';
 import { fetchStreamById } from '../db/repos/streams.js';
 import { fetchLinkifiers } from '../db/repos/settings.js';
 import { MAX_MESSAGE_LENGTH } from '../version.js';
@@ -880,18 +883,7 @@ export async function deleteMessagesInTransaction(
   afterCommit(() => services.events.send(realm.id, event, [...notify].sort((a, b) => a - b)));
   if (stream) {
     const current = (await fetchStreamAccessRows(tx, [stream.id])).get(stream.id)?.first_message_id ?? null;
-    if (current !== null && ids.includes(current)) {
-      const next = await fetchFirstMessageId(tx, stream.id);
-      await updateStreamFirstMessageId(tx, stream.id, next);
-      const [users, subscribers, m] = await Promise.all([
-        fetchActiveUserRoles(tx, realm.id),
-        fetchChannelRecipients(tx, stream.id),
-        loadGroupMembership(tx, realm.id),
-      ]);
-      const audience = metadataAccessUserIds(stream, users, new Set(subscribers.map((s) => s.user_id)), m);
-      const update: ZulipEvent = { type: 'stream', op: 'update', stream_id: stream.id, name: stream.name, property: 'first_message_id', value: next };
-      afterCommit(() => services.events.send(realm.id, update, [...audience].sort((a, b) => a - b)));
-    }
+    if (current !== null && ids.includes(current)) await refreshFirstMessageId(services, tx, afterCommit, realm, stream);
   }
 }
 
@@ -965,8 +957,11 @@ export interface PreparedEdit {
   message: Message;
   stream: Stream | null;
   content: { raw: string; rendered: RenderResult; mentioned: Set<number>; topicParticipants: Set<number> } | null;
-  /** The new topic and the messages it applies to (ascending), or null. */
-  topic: { name: string; moved: Message[]; resolveOnly: boolean } | null;
+  /**
+   * The move: the (possibly unchanged) topic, the messages it applies to (ascending), and the
+   * channel they go to when it changes; null when nothing moves.
+   */
+  topic: { name: string; moved: Message[]; resolveOnly: boolean; newStream: Stream | null } | null;
   propagateMode: PropagateMode;
 }
 
@@ -1001,38 +996,56 @@ export async function checkUpdateMessage(services: Services, realm: Realm, edito
   if (req.propagateMode !== 'change_one' && req.topic === undefined && req.streamId === undefined) {
     throw badRequest('Invalid propagate_mode without topic edit');
   }
+  let newStream: Stream | null = null;
   if (req.streamId !== undefined && req.streamId !== message.stream_id) {
     if (!stream) throw badRequest('Direct messages cannot be moved to channels.');
-    throw badRequest('Moving messages between channels is not supported by this server.');
+    if (req.content !== undefined) throw badRequest('Cannot change message content while changing channel');
+    const caller = new ChannelCaller(db, realm, editor);
+    newStream = (await accessStreamById(caller, req.streamId)).stream;
+    await checkCanSendMessageGroup(caller, newStream);
+    const m = await loadUserGroupMembership(db, editor);
+    const may =
+      isAdmin(editor) ||
+      userHasGroupPermission(m, settings.can_move_messages_between_channels_group, editor, REALM_GROUP_SETTING_CONFIG.can_move_messages_between_channels_group) ||
+      canAdministerChannel(m, editor, stream) ||
+      hasChannelPermission(m, editor, stream, 'can_move_messages_out_of_channel_group');
+    if (!may) throw badRequest("You don't have permission to move this message");
+    const limit = settings.move_messages_between_streams_limit_seconds;
+    if (!isModerator(editor) && limit !== null && elapsed > limit + EDIT_LIMIT_BUFFER_SECONDS) {
+      throw badRequest("The time limit for editing this message's channel has passed");
+    }
   }
   let topic: PreparedEdit['topic'] = null;
-  if (req.topic !== undefined) {
-    if (!stream) throw badRequest('Direct messages cannot have topics.');
-    const name = normalizeSendTopic(req.topic, settings.empty_topic_display_name);
-    if (name !== message.topic) {
-      const policy = stream.topics_policy === 'inherit' ? settings.topics_policy : stream.topics_policy;
+  if (req.topic !== undefined && !stream) throw badRequest('Direct messages cannot have topics.');
+  if (stream && (req.topic !== undefined || newStream)) {
+    const name = req.topic !== undefined ? normalizeSendTopic(req.topic, settings.empty_topic_display_name) : message.topic;
+    const target = newStream ?? stream;
+    if (name !== message.topic || newStream) {
+      const policy = target.topics_policy === 'inherit' ? settings.topics_policy : target.topics_policy;
       if (name === '' && policy === 'disable_empty_topic') {
         throw badRequest(`Sending messages to the ${settings.empty_topic_display_name} topic is not allowed in this channel.`);
       }
-      const m = await loadUserGroupMembership(db, editor);
-      const resolveOnly = isResolveToggle(message.topic, name);
-      const may = resolveOnly
-        ? userHasGroupPermission(m, settings.can_resolve_topics_group, editor, REALM_GROUP_SETTING_CONFIG.can_resolve_topics_group) ||
-          hasChannelPermission(m, editor, stream, 'can_resolve_topics_group')
-        : isAdmin(editor) ||
-          userHasGroupPermission(m, settings.can_move_messages_between_topics_group, editor, REALM_GROUP_SETTING_CONFIG.can_move_messages_between_topics_group) ||
-          hasChannelPermission(m, editor, stream, 'can_move_messages_within_channel_group');
-      if (!may) throw badRequest("You don't have permission to edit this message");
-      const moveLimit = settings.move_messages_within_stream_limit_seconds;
-      if (!resolveOnly && !isModerator(editor) && moveLimit !== null && elapsed > moveLimit + EDIT_LIMIT_BUFFER_SECONDS) {
-        throw badRequest("The time limit for editing this message's topic has passed.");
+      const resolveOnly = !newStream && isResolveToggle(message.topic, name);
+      if (name !== message.topic) {
+        const m = await loadUserGroupMembership(db, editor);
+        const may = resolveOnly
+          ? userHasGroupPermission(m, settings.can_resolve_topics_group, editor, REALM_GROUP_SETTING_CONFIG.can_resolve_topics_group) ||
+            hasChannelPermission(m, editor, stream, 'can_resolve_topics_group')
+          : isAdmin(editor) ||
+            userHasGroupPermission(m, settings.can_move_messages_between_topics_group, editor, REALM_GROUP_SETTING_CONFIG.can_move_messages_between_topics_group) ||
+            hasChannelPermission(m, editor, stream, 'can_move_messages_within_channel_group');
+        if (!may) throw badRequest("You don't have permission to edit this message");
+        const moveLimit = settings.move_messages_within_stream_limit_seconds;
+        if (!resolveOnly && !isModerator(editor) && moveLimit !== null && elapsed > moveLimit + EDIT_LIMIT_BUFFER_SECONDS) {
+          throw badRequest("The time limit for editing this message's topic has passed.");
+        }
       }
       const onlyUser = stream.history_public_to_subscribers ? null : editor.id;
       const moved =
         req.propagateMode === 'change_one'
           ? [message]
           : await fetchTopicMessagesForMove(db, stream.id, message.topic_lc, req.propagateMode === 'change_all' ? 0 : message.id, onlyUser);
-      topic = { name, moved, resolveOnly };
+      topic = { name, moved, resolveOnly, newStream };
     }
   }
   if (req.content !== undefined) {
@@ -1067,13 +1080,18 @@ function prependHistory(text: string | null, entry: EditHistoryEntry): string {
 
 /**
  * Applies a checked edit in one transaction: the new content (with recomputed mention and
- * alert-word flags for every recipient) and/or the new topic on every moved message, each
- * with an edit_history entry; then one `update_message` event to everyone with a copy of an
- * affected message, carrying each user's flags for the edited message.
+ * alert-word flags for every recipient) and/or the move of every affected message to the new
+ * topic and channel, each with an edit_history entry. A channel move follows Zulip: the old
+ * channel's subscribers who are not in the new one lose their copies (and get
+ * `delete_message` when they can no longer read the new channel), the new channel's other
+ * subscribers get read copies, and both channels' first_message_id are kept right. Then one
+ * `update_message` event goes to everyone with a copy, carrying their flags for the edited
+ * message.
  */
 export async function doUpdateMessage(services: Services, e: PreparedEdit): Promise<void> {
   const ts = now();
   const m = e.message;
+  const newStream = e.topic?.newStream ?? null;
   await transaction(services.db, async (tx, afterCommit) => {
     const affected = e.topic ? e.topic.moved : [m];
     const ids = affected.map((x) => x.id).sort((a, b) => a - b);
@@ -1091,10 +1109,17 @@ export async function doUpdateMessage(services: Services, e: PreparedEdit): Prom
         changes.last_edit_time = ts;
       }
       if (e.topic) {
-        entry.prev_topic = msg.topic;
-        entry.topic = e.topic.name;
-        changes.topic = e.topic.name;
-        changes.topic_lc = topicKey(e.topic.name);
+        if (e.topic.name !== msg.topic) {
+          entry.prev_topic = msg.topic;
+          entry.topic = e.topic.name;
+          changes.topic = e.topic.name;
+          changes.topic_lc = topicKey(e.topic.name);
+        }
+        if (newStream) {
+          entry.prev_stream = msg.stream_id ?? 0;
+          entry.stream = newStream.id;
+          changes.stream_id = newStream.id;
+        }
         // Resolving or unresolving a topic is not a move (Zulip's last_moved_timestamp).
         if (!e.topic.resolveOnly) changes.last_moved_time = ts;
       }
@@ -1102,7 +1127,35 @@ export async function doUpdateMessage(services: Services, e: PreparedEdit): Prom
       await updateMessageRow(tx, msg.id, changes);
     }
 
-    const rows = await fetchRecipientRows(tx, ids);
+    let rows = await fetchRecipientRows(tx, ids);
+    const gaining: number[] = [];
+    if (newStream && e.stream) {
+      const [oldSubs, newSubs] = await Promise.all([fetchChannelRecipients(tx, e.stream.id), fetchChannelRecipients(tx, newStream.id)]);
+      const newIds = new Set(newSubs.map((r) => r.user_id));
+      const oldIds = new Set(oldSubs.map((r) => r.user_id));
+      const losing = oldSubs.filter((r) => !newIds.has(r.user_id));
+      if (losing.length) {
+        await deleteUserMessagesFor(tx, losing.map((r) => r.user_id), ids);
+        const lostIds = new Set(losing.map((r) => r.user_id));
+        rows = rows.filter((r) => !lostIds.has(r.user_id));
+        // Guests, and everyone when the new channel is private, can no longer read the messages.
+        const noAccess = losing.filter((r) => isGuest(r) || newStream.invite_only).map((r) => r.user_id);
+        const deletion: ZulipEvent = { type: 'delete_message', message_ids: ids, message_type: 'stream', stream_id: e.stream.id, topic: m.topic };
+        if (noAccess.length) afterCommit(() => services.events.send(e.realm.id, deletion, noAccess));
+      }
+      const have = new Set(rows.map((r) => `${r.user_id}:${r.message_id}`));
+      const inserts: UserMessageRow[] = [];
+      for (const sub of newSubs) {
+        if (oldIds.has(sub.user_id)) continue;
+        gaining.push(sub.user_id);
+        for (const id of ids) if (!have.has(`${sub.user_id}:${id}`)) inserts.push({ user_id: sub.user_id, message_id: id, flags: FLAG_BITS.read });
+      }
+      await bulkInsertUserMessages(tx, inserts);
+      for (const row of inserts) rows.push(row);
+      await refreshFirstMessageId(services, tx, afterCommit, e.realm, e.stream);
+      await refreshFirstMessageId(services, tx, afterCommit, e.realm, newStream);
+    }
+
     const flagsOfEdited = new Map<number, number>();
     for (const r of rows) {
       if (r.message_id !== m.id) continue;
@@ -1139,11 +1192,13 @@ export async function doUpdateMessage(services: Services, e: PreparedEdit): Prom
       event.is_me_message = isMeMessage(e.content.raw);
     }
     if (e.topic) {
-      event.orig_subject = m.topic;
-      event.subject = e.topic.name;
       event.propagate_mode = e.propagateMode;
-      const linkifiers = await fetchLinkifiers(tx, e.realm.id);
-      event.topic_links = topicLinks(e.topic.name, linkifiers);
+      if (newStream) event.new_stream_id = newStream.id;
+      if (e.topic.name !== m.topic) {
+        event.orig_subject = m.topic;
+        event.subject = e.topic.name;
+        event.topic_links = topicLinks(e.topic.name, await fetchLinkifiers(tx, e.realm.id));
+      }
     }
     const recipients: EventRecipient[] = [];
     const seen = new Set<number>();
@@ -1154,10 +1209,22 @@ export async function doUpdateMessage(services: Services, e: PreparedEdit): Prom
     for (const r of rows) {
       if (seen.has(r.user_id)) continue;
       seen.add(r.user_id);
-      recipients.push({ id: r.user_id, flags: [] });
+      recipients.push({ id: r.user_id, flags: gaining.includes(r.user_id) ? ['read'] : [] });
     }
     afterCommit(() => services.events.send(e.realm.id, event, recipients));
   });
+}
+
+/** Sets a channel's first_message_id to its oldest message when that changed, announcing it. */
+async function refreshFirstMessageId(services: Services, tx: Tx, afterCommit: (cb: () => void) => void, realm: Realm, stream: Stream): Promise<void> {
+  const current = (await fetchStreamAccessRows(tx, [stream.id])).get(stream.id)?.first_message_id ?? null;
+  const next = await fetchFirstMessageId(tx, stream.id);
+  if (next === current) return;
+  await updateStreamFirstMessageId(tx, stream.id, next);
+  const [users, subscribers, m] = await Promise.all([fetchActiveUserRoles(tx, realm.id), fetchChannelRecipients(tx, stream.id), loadGroupMembership(tx, realm.id)]);
+  const audience = metadataAccessUserIds(stream, users, new Set(subscribers.map((s) => s.user_id)), m);
+  const update: ZulipEvent = { type: 'stream', op: 'update', stream_id: stream.id, name: stream.name, property: 'first_message_id', value: next };
+  afterCommit(() => services.events.send(realm.id, update, [...audience].sort((a, b) => a - b)));
 }
 
 /**

@@ -169,6 +169,78 @@ forEachDatabase('PATCH and DELETE /messages/{message_id}', (server) => {
     }
   });
 
+  test('moving a topic to another channel: copies follow the subscribers, first_message_id follows the messages', async () => {
+    const s = server();
+    const { hamlet, othello, admin, moderator } = s.cast;
+    const from = await createChannel(s, uniqueName('From'), { subscribers: [hamlet.user, othello.user, admin.user] });
+    const to = await createChannel(s, uniqueName('To'), { subscribers: [hamlet.user, admin.user, moderator.user] });
+    const a = await sendStream(hamlet.client, from.id, 'travel', 'a');
+    const b = await sendStream(othello.client, from.id, 'travel', 'b');
+    const stay = await sendStream(hamlet.client, from.id, 'home', 'c');
+    const { result, events } = await captureEvents(s, () =>
+      hamlet.client.patch(`/messages/${a}`, { stream_id: to.id, propagate_mode: 'change_all', topic: 'arrived' }),
+    );
+    ok(result);
+    for (const id of [a, b]) {
+      const r = await row(s, id);
+      assert.equal(r.stream_id, to.id);
+      assert.equal(r.topic, 'arrived');
+      assert.equal(typeof r.last_moved_time, 'number');
+    }
+    assert.equal(await userMessageFlags(s, othello.user.id, a), undefined);
+    assert.equal(await userMessageFlags(s, moderator.user.id, b), FLAG_BITS.read);
+    assert.equal(await userMessageFlags(s, admin.user.id, b), 0);
+    const update = events.find((e) => e.event.type === 'update_message')!;
+    assert.equal(update.event.stream_id, from.id);
+    assert.equal(update.event.new_stream_id, to.id);
+    assert.equal(update.event.orig_subject, 'travel');
+    assert.equal(update.event.subject, 'arrived');
+    assert.equal(update.event.propagate_mode, 'change_all');
+    assert.deepEqual(update.event.message_ids, [a, b]);
+    assert.ok(!update.users.some((u) => typeof u !== 'number' && u.id === othello.user.id));
+    assert.deepEqual(update.users.find((u) => typeof u !== 'number' && u.id === moderator.user.id), { id: moderator.user.id, flags: ['read'] });
+    assertEventConforms({ ...update.event, flags: [] });
+    // The destination is public, so Othello can still read the messages: no deletion event.
+    assert.equal(events.filter((e) => e.event.type === 'delete_message').length, 0);
+    const firsts = events.filter((e) => e.event.type === 'stream').map((e) => [e.event.stream_id, e.event.value]);
+    assert.deepEqual(firsts, [[from.id, stay], [to.id, a]]);
+    const history = ok(await hamlet.client.get(`/messages/${b}`)).message.edit_history[0];
+    assert.deepEqual([history.prev_stream, history.stream, history.prev_topic, history.topic], [from.id, to.id, 'travel', 'arrived']);
+
+    // Into a private channel: those left behind lose the messages entirely.
+    const secret = await createChannel(s, uniqueName('Vault'), { inviteOnly: true, subscribers: [hamlet.user] });
+    const lost = await captureEvents(s, () => hamlet.client.patch(`/messages/${stay}`, { stream_id: secret.id }));
+    ok(lost.result);
+    const deletion = lost.events.find((e) => e.event.type === 'delete_message')!;
+    assert.deepEqual(deletion.event, { type: 'delete_message', message_ids: [stay], message_type: 'stream', stream_id: from.id, topic: 'home' });
+    assert.deepEqual(deletion.users.sort(), [othello.user.id, admin.user.id].sort((x, y) => x - y));
+    assert.equal((await row(s, stay)).topic, 'home');
+  });
+
+  test('channel move rules', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const from = await createChannel(s, uniqueName('Src'), { subscribers: [hamlet.user, othello.user] });
+    const to = await createChannel(s, uniqueName('Dst'), { subscribers: [hamlet.user, othello.user] });
+    const id = await sendStream(hamlet.client, from.id, 't', 'x');
+    err(await hamlet.client.patch(`/messages/${id}`, { stream_id: to.id, content: 'y' }), 400, 'BAD_REQUEST', 'Cannot change message content while changing channel');
+    err(await hamlet.client.patch(`/messages/${id}`, { stream_id: 999999 }), 400, 'BAD_REQUEST', 'Invalid channel ID');
+    const dm = await sendDirect(hamlet.client, [othello.user.id], 'dm');
+    err(await hamlet.client.patch(`/messages/${dm}`, { stream_id: to.id }), 400, 'BAD_REQUEST', 'Direct messages cannot be moved to channels.');
+    const g = (await s.app.services.db.kysely.selectFrom('user_groups').select(['id', 'name']).where('is_system_group', '=', 1).where('realm_id', '=', s.realm.id).execute()).find((r) => r.name === 'role:administrators')!.id;
+    await setRealmSettings(s, { can_move_messages_between_channels_group: g });
+    try {
+      err(await othello.client.patch(`/messages/${id}`, { stream_id: to.id }), 400, 'BAD_REQUEST', "You don't have permission to move this message");
+    } finally {
+      const members = (await s.app.services.db.kysely.selectFrom('user_groups').select(['id', 'name']).where('is_system_group', '=', 1).where('realm_id', '=', s.realm.id).execute()).find((r) => r.name === 'role:members')!.id;
+      await setRealmSettings(s, { can_move_messages_between_channels_group: members });
+    }
+    await age(s, id, 8 * 86400);
+    err(await othello.client.patch(`/messages/${id}`, { stream_id: to.id }), 400, 'BAD_REQUEST', "The time limit for editing this message's channel has passed");
+    // Naming the current channel is not a move.
+    err(await hamlet.client.patch(`/messages/${id}`, { stream_id: from.id }), 400, 'BAD_REQUEST', 'Nothing to change');
+  });
+
   test('DELETE /messages/{id}: own messages within the limit, any message for administrators, delete_message event', async () => {
     const s = server();
     const { hamlet, othello, admin, bot } = s.cast;

@@ -414,7 +414,17 @@ export async function fetchStreamsByNamesForMentions(
 export type MessageChanges = Partial<
   Pick<
     Message,
-    'content' | 'rendered_content' | 'has_link' | 'has_image' | 'has_attachment' | 'last_edit_time' | 'last_moved_time' | 'edit_history' | 'topic' | 'topic_lc'
+    | 'content'
+    | 'rendered_content'
+    | 'has_link'
+    | 'has_image'
+    | 'has_attachment'
+    | 'last_edit_time'
+    | 'last_moved_time'
+    | 'edit_history'
+    | 'topic'
+    | 'topic_lc'
+    | 'stream_id'
   >
 >;
 
@@ -466,4 +476,10 @@ export async function fetchRecipientRows(db: Tx, messageIds: readonly number[]):
 
 export async function setUserMessageFlagsRow(db: Tx, userId: number, messageId: number, flags: number): Promise<void> {
   await db.updateTable('user_messages').set({ flags }).where('user_id', '=', userId).where('message_id', '=', messageId).execute();
+}
+
+/** Removes these users' copies of these messages (when messages move out of their reach). */
+export async function deleteUserMessagesFor(db: Tx, userIds: readonly number[], messageIds: readonly number[]): Promise<void> {
+  if (userIds.length === 0 || messageIds.length === 0) return;
+  await db.deleteFrom('user_messages').where('user_id', 'in', [...userIds]).where('message_id', 'in', [...messageIds]).execute();
 }
