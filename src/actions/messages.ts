@@ -1156,6 +1156,10 @@ export async function doUpdateMessage(services: Services, e: PreparedEdit): Prom
       await refreshFirstMessageId(services, tx, afterCommit, e.realm, newStream);
     }
 
+    if (e.topic && e.stream && e.propagateMode !== 'change_one') {
+      await moveTopicPolicies(services, tx, afterCommit, e.realm, e.stream, m.topic, newStream ?? e.stream, e.topic.name);
+    }
+
     const flagsOfEdited = new Map<number, number>();
     for (const r of rows) {
       if (r.message_id !== m.id) continue;
@@ -1213,6 +1217,41 @@ export async function doUpdateMessage(services: Services, e: PreparedEdit): Prom
     }
     afterCommit(() => services.events.send(e.realm.id, event, recipients));
   });
+}
+
+/**
+ * When a whole topic moves, its visibility policies move with it (Zulip 8.0): each user's
+ * policy for the old topic is set on the new one unless they already have one there, then
+ * cleared. Users who cannot read a new private channel just lose the old policy.
+ */
+async function moveTopicPolicies(
+  services: Services,
+  tx: Tx,
+  afterCommit: (cb: () => void) => void,
+  realm: Realm,
+  from: Stream,
+  fromTopic: string,
+  to: Stream,
+  toTopic: string,
+): Promise<void> {
+  if (from.id === to.id && topicKey(fromTopic) === topicKey(toTopic)) return;
+  if (await topicHasMessages(tx, from.id, topicKey(fromTopic))) return;
+  const holders = await fetchUserIdsWithTopicPolicy(tx, from.id, topicKey(fromTopic));
+  if (holders.length === 0) return;
+  const old = await fetchUserTopicsForTopic(tx, holders, from.id, topicKey(fromTopic));
+  const already = new Set((await fetchUserTopicsForTopic(tx, holders, to.id, topicKey(toTopic))).map((r) => r.user_id));
+  const readers = to.invite_only ? new Set((await fetchChannelRecipients(tx, to.id)).map((r) => r.user_id)) : null;
+  const byPolicy = new Map<number, number[]>();
+  for (const r of old) {
+    if (already.has(r.user_id) || (readers && !readers.has(r.user_id))) continue;
+    const list = byPolicy.get(r.visibility_policy) ?? [];
+    list.push(r.user_id);
+    byPolicy.set(r.visibility_policy, list);
+  }
+  for (const [policy, users] of byPolicy) {
+    await setUserTopicPolicies(services, tx, afterCommit, { realmId: realm.id, streamId: to.id, topic: toTopic }, users, policy);
+  }
+  await setUserTopicPolicies(services, tx, afterCommit, { realmId: realm.id, streamId: from.id, topic: fromTopic }, holders, VISIBILITY_INHERIT);
 }
 
 /** Sets a channel's first_message_id to its oldest message when that changed, announcing it. */

@@ -1,6 +1,4 @@
-import type { Transaction } from 'kysely';
 import { now, transaction, type Tx } from '../db/index.js';
-import type { DB } from '../db/tables.js';
 import {
   deleteUserTopic,
   fetchMutedTopicsWithStreamNames,
@@ -30,7 +28,7 @@ export async function mutedTopicsTriples(db: Tx, userId: number): Promise<[strin
  */
 export async function setUserTopicPolicies(
   services: Services,
-  tx: Transaction<DB>,
+  tx: Tx,
   afterCommit: (cb: () => void) => void,
   target: TopicTarget,
   userIds: readonly number[],

@@ -217,6 +217,28 @@ forEachDatabase('PATCH and DELETE /messages/{message_id}', (server) => {
     assert.equal((await row(s, stay)).topic, 'home');
   });
 
+  test('moving a whole topic moves its visibility policies; moving part of it does not', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const name = uniqueName('Policies');
+    const stream = await createChannel(s, name, { subscribers: [hamlet.user, othello.user] });
+    const first = await sendStream(hamlet.client, name, 'watched', 'a');
+    await sendStream(hamlet.client, name, 'watched', 'b');
+    ok(await othello.client.post('/user_topics', { stream_id: stream.id, topic: 'watched', visibility_policy: 1 }));
+    const policies = async (topic: string) =>
+      (await s.app.services.db.kysely.selectFrom('user_topics').select(['user_id', 'visibility_policy']).where('stream_id', '=', stream.id).where('topic_lc', '=', topic).orderBy('user_id').execute()).map(
+        (r) => [r.user_id, r.visibility_policy],
+      );
+    ok(await hamlet.client.patch(`/messages/${first}`, { topic: 'part' }));
+    assert.deepEqual(await policies('part'), []);
+    const { events } = await captureEvents(s, () => hamlet.client.patch(`/messages/${first + 1}`, { topic: 'renamed', propagate_mode: 'change_all' }));
+    // Hamlet follows the topic he started; Othello muted it.
+    assert.deepEqual(await policies('renamed'), [[hamlet.user.id, 3], [othello.user.id, 1]].sort((x, y) => x[0]! - y[0]!));
+    assert.deepEqual(await policies('watched'), []);
+    const moved = events.filter((e) => e.event.type === 'user_topic' && e.users[0] === othello.user.id).map((e) => [e.event.topic_name, e.event.visibility_policy]);
+    assert.deepEqual(moved, [['renamed', 1], ['watched', 0]]);
+  });
+
   test('channel move rules', async () => {
     const s = server();
     const { hamlet, othello } = s.cast;
