@@ -80,7 +80,9 @@ import {
 import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, flagsList, isFlagName, type FlagName } from '../lib/message_flags.js';
 import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
 import {
+  codePointLength,
   displayTopic,
+  firstUnprintablePosition,
   normalizeSendTopic,
   topicKey,
   truncateCodePoints,
@@ -102,7 +104,7 @@ import { RESOLVED_TOPIC_PREFIX } from '../lib/narrow/terms.js';
 import { isAdmin, isGuest, isModerator } from '../lib/roles.js';
 import { fetchStreamById } from '../db/repos/streams.js';
 import { fetchLinkifiers } from '../db/repos/settings.js';
-import { MAX_MESSAGE_LENGTH } from '../version.js';
+import { MAX_MESSAGE_LENGTH, MAX_STREAM_NAME_LENGTH } from '../version.js';
 import type { Services } from '../services.js';
 import { setUserTopicPolicies } from './user_topics.js';
 
@@ -162,6 +164,14 @@ export function normalizeMessageContent(content: string): string {
   if (body.length === 0) throw badRequest('Message must not be empty');
   if (body.includes('\u0000')) throw badRequest('Message must not contain null bytes');
   return truncateCodePoints(body, MAX_MESSAGE_LENGTH, '\n[message truncated]');
+}
+
+/** Zulip's check_stream_name, applied to the name a message is addressed to before looking it up. */
+function checkChannelName(name: string): void {
+  if (name === '') throw badRequest("Channel name can't be empty.");
+  if (codePointLength(name) > MAX_STREAM_NAME_LENGTH) throw badRequest(`Channel name too long (limit: ${MAX_STREAM_NAME_LENGTH} characters).`);
+  const pos = firstUnprintablePosition(name);
+  if (pos !== null) throw badRequest(`Invalid character in channel name, at position ${pos}.`);
 }
 
 /**
@@ -469,7 +479,7 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
     const indicator = parseStreamIndicator(input.to);
     if (input.topic === undefined) throw badRequest('Missing topic');
     const topic = normalizeSendTopic(input.topic, settings.empty_topic_display_name);
-    if (typeof indicator === 'string' && indicator.trim() === '') throw badRequest("Channel name can't be empty.");
+    if (typeof indicator === 'string') checkChannelName(indicator.trim());
     caller = new ChannelCaller(db, realm, sender);
     const { stream, subscribed } = await accessStreamForSend(caller, typeof indicator === 'number' ? { id: indicator } : { name: indicator.trim() });
     if (!(await caller.channelPermission(stream, 'can_create_topic_group')) && !(await topicHasMessages(db, stream.id, topicKey(topic)))) {

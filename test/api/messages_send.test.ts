@@ -137,6 +137,9 @@ forEachDatabase('POST /messages', (server) => {
     err(await hamlet.client.post('/messages', { type: 'stream', to: JSON.stringify([name, name]), topic: 'a', content: 'x' }), 400, 'BAD_REQUEST', 'Expected exactly one channel');
     err(await hamlet.client.post('/messages', { type: 'stream', to: 'true', topic: 'a', content: 'x' }), 400, 'BAD_REQUEST', 'Invalid data type for channel');
     err(await hamlet.client.post('/messages', { type: 'stream', topic: 'a', content: 'x' }), 400, 'BAD_REQUEST', 'Missing channel');
+    err(await hamlet.client.post('/messages', { type: 'stream', to: ' ', topic: 'a', content: 'x' }), 400, 'BAD_REQUEST', "Channel name can't be empty.");
+    err(await hamlet.client.post('/messages', { type: 'stream', to: 'n'.repeat(61), topic: 'a', content: 'x' }), 400, 'BAD_REQUEST', 'Channel name too long (limit: 60 characters).');
+    err(await hamlet.client.post('/messages', { type: 'stream', to: 'a\u0001b', topic: 'a', content: 'x' }), 400, 'BAD_REQUEST', 'Invalid character in channel name, at position 2.');
     err(await hamlet.client.post('/messages', { type: 'stream', to: name, content: 'x' }), 400, 'BAD_REQUEST', 'Missing topic');
     err(await hamlet.client.post('/messages', { type: 'streams', to: name, topic: 'a', content: 'x' }), 400, 'BAD_REQUEST', 'Invalid type');
     err(await hamlet.client.post('/messages', { to: name, topic: 'a', content: 'x' }), 400, 'REQUEST_VARIABLE_MISSING', "Missing 'type' argument");
