@@ -37,12 +37,6 @@ export const API_FLAGS: ReadonlySet<string> = new Set(
 
 export const isFlagName = (name: string): name is FlagName => Object.prototype.hasOwnProperty.call(FLAG_BITS, name);
 
-export function flagsToMask(flags: Iterable<FlagName>): number {
-  let mask = 0;
-  for (const f of flags) mask |= FLAG_BITS[f];
-  return mask;
-}
-
 /**
  * The API flag list of a bitmask, in bit order. `wildcard_mentioned` is the deprecated
  * union of the two wildcard flags, still sent for older clients (feature level 224).

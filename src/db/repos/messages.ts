@@ -16,10 +16,6 @@ export async function insertMessage(db: Tx, row: NewMessage): Promise<Message> {
   return db.insertInto('messages').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function fetchMessageById(db: Tx, realmId: number, id: number): Promise<Message | undefined> {
-  return db.selectFrom('messages').selectAll().where('realm_id', '=', realmId).where('id', '=', id).executeTakeFirst();
-}
-
 /** Rows in ascending ID order; IDs of other realms or missing messages are skipped. */
 export async function fetchMessagesByIds(db: Tx, realmId: number, ids: readonly number[]): Promise<Message[]> {
   if (ids.length === 0) return [];
@@ -105,25 +101,6 @@ export async function fetchSubscribedStreamIds(db: Tx, userId: number, streamIds
     .where('active', '=', 1)
     .execute();
   return new Set(rows.map((r) => r.stream_id));
-}
-
-/** A channel of the realm by exact (case-insensitive) name, archived ones included. */
-export async function fetchStreamByName(db: Tx, realmId: number, name: string): Promise<StreamAccessRow | undefined> {
-  return db
-    .selectFrom('streams')
-    .select(['id', 'realm_id', 'name', 'invite_only', 'is_web_public', 'history_public_to_subscribers', 'deactivated', 'permissions', 'first_message_id'])
-    .where('realm_id', '=', realmId)
-    .where('name_lc', '=', name.toLowerCase())
-    .executeTakeFirst();
-}
-
-export async function fetchStreamById(db: Tx, realmId: number, id: number): Promise<StreamAccessRow | undefined> {
-  return db
-    .selectFrom('streams')
-    .select(['id', 'realm_id', 'name', 'invite_only', 'is_web_public', 'history_public_to_subscribers', 'deactivated', 'permissions', 'first_message_id'])
-    .where('realm_id', '=', realmId)
-    .where('id', '=', id)
-    .executeTakeFirst();
 }
 
 export interface ChannelRecipientRow {

@@ -29,12 +29,6 @@ export async function fetchUserMessageFlags(db: Tx, userId: number, messageIds: 
   return new Map(rows.map((r) => [r.message_id, Number(r.flags)]));
 }
 
-/** Every recipient row of one message. */
-export async function fetchMessageRecipients(db: Tx, messageId: number): Promise<UserMessageRow[]> {
-  const rows = await db.selectFrom('user_messages').select(['user_id', 'message_id', 'flags']).where('message_id', '=', messageId).execute();
-  return rows.map((r) => ({ ...r, flags: Number(r.flags) }));
-}
-
 /**
  * Sets (op 'add') or clears (op 'remove') `bit` on the caller's rows for these messages and
  * returns the IDs whose flag actually changed.

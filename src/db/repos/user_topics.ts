@@ -62,8 +62,3 @@ export async function upsertUserTopic(db: Tx, row: UserTopicRow): Promise<void> 
 export async function deleteUserTopic(db: Tx, userId: number, streamId: number, topicLc: string): Promise<void> {
   await db.deleteFrom('user_topics').where('user_id', '=', userId).where('stream_id', '=', streamId).where('topic_lc', '=', topicLc).execute();
 }
-
-/** Removes every user's preference for a topic (when the topic is deleted). */
-export async function deleteUserTopicsForTopic(db: Tx, streamId: number, topicLc: string): Promise<void> {
-  await db.deleteFrom('user_topics').where('stream_id', '=', streamId).where('topic_lc', '=', topicLc).execute();
-}
