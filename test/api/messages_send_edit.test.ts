@@ -91,7 +91,7 @@ forEachDatabase('PATCH and DELETE /messages/{message_id}', (server) => {
     const { hamlet, othello } = s.cast;
     const name = uniqueName('Moves');
     const stream = await createChannel(s, name, { subscribers: [hamlet.user, othello.user] });
-    const ids = [];
+    const ids: number[] = [];
     for (let i = 0; i < 4; i++) ids.push(await sendStream(i % 2 ? othello.client : hamlet.client, name, 'old', `m${i}`));
     const topicOf = async (id: number) => (await row(s, id)).topic;
 
