@@ -428,7 +428,8 @@ async function changeStream(
     const losers = [...before].filter((id) => !after.has(id));
     const stayers = [...after].filter((id) => before.has(id));
     for (const event of events(updated, ctx)) send(services, realm, afterCommit, event, stayers);
-    send(services, realm, afterCommit, streamCreateEvent(updated, ctx), gainers);
+    // The subscribers follow as peer_add, from which clients count them: start the count at 0.
+    send(services, realm, afterCommit, streamCreateEvent(updated, { ...ctx, subscriberCount: () => 0 }), gainers);
     const subs = subscribers.get(stream.id) ?? [];
     if (subs.length > 0) {
       send(services, realm, afterCommit, { type: 'subscription', op: 'peer_add', stream_ids: [stream.id], user_ids: [...subs] }, gainers);
