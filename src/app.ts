@@ -5,6 +5,7 @@ import { EventBus } from './events/bus.js';
 import { createQueueManager } from './events/backends/index.js';
 import { trackUnusedConnections } from './events/connections.js';
 import type { Services } from './services.js';
+import { createRateLimiter } from './plugins/rate_limit.js';
 import { registerBodyParsers } from './plugins/body.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { ensureDefaultRealm } from './actions/bootstrap.js';
@@ -47,7 +48,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const events = new EventBus();
   const queues = createQueueManager(config, events, fastify.log);
   await queues.start();
-  const services: Services = { config, db, events, queues, log: fastify.log };
+  const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config) };
   // Held GET /events requests (and unused client connections) would keep close() waiting.
   const closeUnusedConnections = trackUnusedConnections(fastify.server);
   fastify.addHook('preClose', (done) => {
@@ -67,6 +68,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     async close() {
       await fastify.close();
       await queues.close();
+      await services.rateLimiter.close();
       if (!options.db) await db.close();
     },
   };

@@ -30,7 +30,17 @@ export interface Config {
     redisLogLength: number;
   };
   invites: { defaultExpiresInMinutes: number; maxPerDay: number };
-  rateLimits: { enabled: boolean; apiPerMinute: number; authPerMinute: number };
+  rateLimits: {
+    enabled: boolean;
+    /** Zulip's api_by_user: requests per minute by one user. */
+    apiPerMinute: number;
+    /** Zulip's api_by_ip: unauthenticated requests per minute from one address. */
+    ipPerMinute: number;
+    /** Zulip's authenticate_by_username: password attempts per window for one username. */
+    authAttempts: number;
+    authWindowSeconds: number;
+    redisPrefix: string;
+  };
   bodyLimitBytes: number;
   vidcall: {
     clientId: string | null;
@@ -88,16 +98,17 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       redisPrefix: e.PARLEY_REDIS_PREFIX ?? 'parley:',
       redisLogLength: int(e.PARLEY_REDIS_LOG_LENGTH, 100_000),
     },
-    rateLimits: {
-      enabled: (e.PARLEY_RATE_LIMITS ?? 'on') !== 'off',
-      redisPrefix: e.PARLEY_REDIS_PREFIX ?? 'parley:',
-      redisLogLength: int(e.PARLEY_REDIS_LOG_LENGTH, 100_000),
-    },
     invites: {
       defaultExpiresInMinutes: int(e.PARLEY_INVITE_EXPIRES_MINUTES, 14400),
       maxPerDay: int(e.PARLEY_MAX_INVITES_PER_DAY, 100),
+    },
+    rateLimits: {
+      enabled: (e.PARLEY_RATE_LIMITS ?? 'on') !== 'off',
       apiPerMinute: int(e.PARLEY_RATE_LIMIT_API_PER_MINUTE, 200),
-      authPerMinute: int(e.PARLEY_RATE_LIMIT_AUTH_PER_MINUTE, 30),
+      ipPerMinute: int(e.PARLEY_RATE_LIMIT_IP_PER_MINUTE, 100),
+      authAttempts: int(e.PARLEY_RATE_LIMIT_AUTH_ATTEMPTS, 5),
+      authWindowSeconds: int(e.PARLEY_RATE_LIMIT_AUTH_WINDOW_SECONDS, 1800),
+      redisPrefix: `${e.PARLEY_REDIS_PREFIX ?? 'parley:'}ratelimit:`,
     },
     bodyLimitBytes: int(e.PARLEY_BODY_LIMIT_BYTES, 26 * 1024 * 1024),
     vidcall: {

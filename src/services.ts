@@ -4,6 +4,7 @@ import type { Database } from './db/index.js';
 import type { EventBus } from './events/bus.js';
 import type { QueueManager } from './events/queue_manager.js';
 import type { PushSender } from './lib/push/sender.js';
+import type { RateLimiter } from './plugins/rate_limit.js';
 
 /**
  * What actions need from the running process: configuration, the database and the
@@ -16,6 +17,7 @@ export interface Services {
   /** Event queues behind POST /register and GET /events (in memory, or shared through Redis). */
   queues: QueueManager;
   log: FastifyBaseLogger;
+  rateLimiter: RateLimiter;
   /** Delivers mobile push notifications; unset means they are only logged (lib/push). */
   push?: PushSender;
 }

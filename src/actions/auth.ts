@@ -13,9 +13,12 @@ const authenticationFailed = (): JsonableError =>
  * someone who knows the password.
  */
 export async function checkFetchApiKey(services: Services, realm: Realm, username: string, password: string): Promise<User> {
+  // Password guessing: Zulip's authenticate_by_username allows a few attempts per username.
+  await services.rateLimiter.checkAuthAttempt(realm.id, username);
   const user = await fetchUserByEmail(services.db.kysely, realm.id, username);
   const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
   if (!user || !ok || user.is_bot) throw authenticationFailed();
+  await services.rateLimiter.clearAuthAttempts(realm.id, username);
   if (realm.deactivated) throw new JsonableError('This organization has been deactivated', 'REALM_DEACTIVATED', 401);
   if (!user.is_active) throw new JsonableError('Account is deactivated', 'USER_DEACTIVATED', 401);
   return user;

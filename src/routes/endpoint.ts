@@ -34,6 +34,8 @@ export interface EndpointDef<S extends ParamSpecs, A extends AuthMode> {
    * even when parameters are missing or malformed.
    */
   authorize?: (user: User, realm: Realm) => void;
+  /** Counted against the caller's API rate limit (default true; the long-poll GET /events is not). */
+  rateLimited?: boolean;
   handler: (ctx: HandlerContext<S, A>) => Promise<Record<string, unknown> | void>;
 }
 
@@ -80,6 +82,7 @@ export function endpoint<S extends ParamSpecs, A extends AuthMode = 'user'>(
             ? await authenticateSession(services, realm, req)
             : await authenticateApiKey(services, realm, req);
         }
+        if (def.rateLimited ?? true) await services.rateLimiter.checkApi(req, reply, user?.id ?? null);
         if (def.authorize && user) def.authorize(user, realm);
         const raw = rawParams(req);
         const { values, ignored } = parseParams(def.params, raw, (req.params ?? {}) as Record<string, string>);

@@ -116,10 +116,10 @@ forEachDatabase('video calls (OAuth provider double)', (server) => {
     const s = server();
     const r1 = await fetch(`${s.url}/calls/vidcall/complete?code=good-code&state=forged.state`);
     assert.equal(r1.status, 400);
-    assert.equal((await r1.json()).msg, 'Invalid Webex session identifier');
+    assert.equal(((await r1.json()) as { msg: string }).msg, 'Invalid Webex session identifier');
     const r2 = await connect(s, 'othello', 'wrong-code');
     assert.equal(r2.status, 400);
-    assert.equal((await r2.json()).msg, 'Invalid Webex credentials');
+    assert.equal(((await r2.json()) as { msg: string }).msg, 'Invalid Webex credentials');
     err(await s.cast.othello.client.post('/calls/vidcall/create'), 400, 'INVALID_VIDEO_CALL_PROVIDER_TOKEN');
   });
 
@@ -166,7 +166,7 @@ forEachDatabase('video calls (OAuth provider double)', (server) => {
     assert.equal(new URL(viewer.headers.get('location')!).searchParams.get('role'), 'VIEWER');
     const tampered = await fetch(`${s.url}${body.url.replace(/.$/, (c: string) => (c === 'A' ? 'B' : 'A'))}`, { headers: { Authorization: basicAuth(s, 'hamlet') }, redirect: 'manual' });
     assert.equal(tampered.status, 400);
-    assert.equal((await tampered.json()).msg, 'Invalid signature.');
+    assert.equal(((await tampered.json()) as { msg: string }).msg, 'Invalid signature.');
   });
 
   test('Jitsi links come from the realm or server Jitsi URL', async () => {

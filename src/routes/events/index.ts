@@ -58,6 +58,8 @@ export function registerEventRoutes(app: FastifyInstance, services: Services): v
   endpoint(app, services, {
     method: 'GET',
     path: '/events',
+    // A long-poll is one request per batch of events or heartbeat; Zulip does not count them.
+    rateLimited: false,
     params: {
       queue_id: p.str(),
       last_event_id: p.int(),
