@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { JsonableError } from '../../src/errors.js';
 import { parseNarrow, decodeNarrowParam, canonicalOperator } from '../../src/lib/narrow/terms.js';
 import { parseAnchor } from '../../src/lib/narrow/anchor.js';
-import { escapeHtml, fts5Query, highlightHtml, parseSearch, searchMatchFields } from '../../src/lib/narrow/search.js';
+import { fts5Query, highlightHtml, parseSearch, searchMatchFields } from '../../src/lib/narrow/search.js';
+import { escapeHtml } from '../../src/lib/html.js';
 import { checkEventNarrow, messageMatchesNarrowInMemory } from '../../src/lib/narrow/memory.js';
 import type { MessageDict } from '../../src/lib/format/messages.js';
 

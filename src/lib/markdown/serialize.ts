@@ -26,14 +26,7 @@ export function escapeAttribute(text: string): string {
 }
 
 /** Full HTML escaping, for text that becomes raw HTML without passing through the serializer. */
-export function escapeHtml(text: string): string {
-  return text
-    .replaceAll('&', '&amp;')
-    .replaceAll('<', '&lt;')
-    .replaceAll('>', '&gt;')
-    .replaceAll('"', '&quot;')
-    .replaceAll("'", '&#x27;');
-}
+export { escapeHtml } from '../html.js';
 
 export function serialize(el: Element): string {
   const out: string[] = [];

@@ -1,4 +1,5 @@
 import { stemmer } from 'stemmer';
+import { escapeHtml } from '../html.js';
 
 /**
  * Full-text search terms. Zulip (PostgreSQL `english` text search) ignores English stop
@@ -69,10 +70,6 @@ export function highlightHtml(html: string, stems: ReadonlySet<string>): string 
     if (token.startsWith('<') || token.startsWith('&')) return token;
     return stems.has(stemmer(normalizeWord(token))) ? `<span class="highlight">${token}</span>` : token;
   });
-}
-
-export function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#x27;');
 }
 
 /**
