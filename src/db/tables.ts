@@ -335,6 +335,47 @@ export interface ServerSecretTable {
   value: string;
 }
 
+export interface StoredFileTable {
+  /** "<area>/<realm_id>/...": e.g. the attachment's path_id under "uploads/". */
+  path: string;
+  realm_id: number;
+  content_type: string;
+  size: number;
+  data: Buffer;
+  date_created: number;
+}
+
+export interface AttachmentTable {
+  id: Generated<number>;
+  realm_id: number;
+  owner_id: number;
+  /** "<realm_id>/<2 hex>/<random>/<file name>", the part of the URL after /user_uploads/. */
+  path_id: string;
+  file_name: string;
+  size: number;
+  content_type: string;
+  create_time: number;
+}
+
+export interface AttachmentMessageTable {
+  attachment_id: number;
+  message_id: number;
+}
+
+export interface BotStorageTable {
+  bot_id: number;
+  key: string;
+  value: string;
+}
+
+export interface SubmessageTable {
+  id: Generated<number>;
+  message_id: number;
+  sender_id: number;
+  msg_type: string;
+  content: string;
+}
+
 export interface DB {
   realms: RealmTable;
   users: UserTable;
@@ -368,6 +409,11 @@ export interface DB {
   sessions: SessionTable;
   user_status: UserStatusTable;
   server_secrets: ServerSecretTable;
+  stored_files: StoredFileTable;
+  attachments: AttachmentTable;
+  attachment_messages: AttachmentMessageTable;
+  bot_storage: BotStorageTable;
+  submessages: SubmessageTable;
 }
 
 export type Realm = Selectable<RealmTable>;

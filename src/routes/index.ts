@@ -11,6 +11,7 @@ import { registerOrgRoutes } from './org/index.js';
 import { registerGroupRoutes } from './groups/index.js';
 import { registerCallRoutes } from './calls/index.js';
 import { registerInviteRoutes } from './invites/index.js';
+import { registerFeatureRoutes } from './features/index.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
 export function registerRoutes(app: FastifyInstance, services: Services): void {
@@ -25,4 +26,5 @@ export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerGroupRoutes(app, services);
   registerCallRoutes(app, services);
   registerInviteRoutes(app, services);
+  registerFeatureRoutes(app, services);
 }

@@ -7,6 +7,7 @@ import * as m0090 from './0090_server_secrets.js';
 import * as m0091 from './0091_system_bots.js';
 import * as m0040 from './0040_messages_search.js';
 import * as m0050 from './0050_events_presence_sequence.js';
+import * as m0100 from './0100_features_files.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -24,4 +25,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0040_messages_search': m0040,
   '0091_system_bots': m0091,
   '0050_events_presence_sequence': m0050,
+  '0100_features_files': m0100,
 };

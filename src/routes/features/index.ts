@@ -1,0 +1,11 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../services.js';
+import { registerReactionRoutes } from './reactions.js';
+
+/**
+ * What real clients call beyond the core areas: reactions, custom emoji, uploads and
+ * attachments, and the smaller per-user endpoints (the client inventory, clients.md §3).
+ */
+export function registerFeatureRoutes(app: FastifyInstance, services: Services): void {
+  registerReactionRoutes(app, services);
+}
