@@ -1,9 +1,11 @@
 import { loadConfig } from './config.js';
 import { buildApp } from './app.js';
+import { startDebugStats } from './debug_stats.js';
 
 const config = loadConfig();
 const app = await buildApp(config, { announce: (line) => process.stdout.write(`${line}\n`) });
 await app.fastify.listen({ port: config.port, host: config.host });
+if (process.env.PARLEY_DEBUG_STATS_PORT) await startDebugStats(Number(process.env.PARLEY_DEBUG_STATS_PORT), app.services);
 process.stdout.write(`Parley is serving on ${config.externalUrl} (database: ${config.databaseUrl.replace(/\/\/[^@]*@/, '//')})\n`);
 
 let closing = false;

@@ -1,0 +1,170 @@
+import type { ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { captureOutput, pinning, spawnPinned } from './proc.js';
+import { freePort, sleep, wallMs } from './util.js';
+
+export interface ServerStats {
+  maxStallMs: number;
+  p99StallMs: number;
+  rss: number;
+  heapUsed: number;
+  external: number;
+  cpuUserUs: number;
+  cpuSystemUs: number;
+  queues: number;
+  uptimeMs: number;
+}
+
+export interface BenchTarget {
+  databaseUrl: string;
+  redisUrl: string | null;
+  redisPrefix: string;
+  dataDir: string;
+  ownerEmail: string;
+  ownerPassword: string;
+}
+
+/** One GET to 127.0.0.1; resolves with status and body, rejects on a connection error. */
+export function httpGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The environment every bench server runs with: rate limits off, quiet logs, the debug stats listener on. */
+export function serverEnv(target: BenchTarget, port: number, statsPort: number, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    DATABASE_URL: target.databaseUrl,
+    REDIS_URL: target.redisUrl ?? '',
+    PARLEY_REDIS_PREFIX: target.redisPrefix,
+    PARLEY_DATA_DIR: target.dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    EXTERNAL_URL: `http://localhost:${port}`,
+    PARLEY_OWNER_EMAIL: target.ownerEmail,
+    PARLEY_OWNER_PASSWORD: target.ownerPassword,
+    PARLEY_RATE_LIMITS: 'off',
+    PARLEY_DEBUG_STATS_PORT: String(statsPort),
+    PARLEY_ENV_FILE: '/nonexistent',
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+    ...extra,
+  };
+}
+
+/**
+ * A Parley server child process pinned to the server core. `start` returns the time from
+ * spawning to the first answered request (GET /api/v1/server_settings), polled every 2 ms.
+ */
+export class BenchServer {
+  private child: ChildProcess | null = null;
+  private output: () => string = () => '';
+  port = 0;
+  statsPort = 0;
+
+  constructor(
+    private readonly serverJs: string,
+    private readonly target: BenchTarget,
+    private readonly nodeFlags: string[] = [],
+  ) {}
+
+  get externalPort(): number {
+    return this.port;
+  }
+
+  async start(extraEnv: NodeJS.ProcessEnv = {}, port?: number): Promise<number> {
+    this.port = port ?? (await freePort());
+    this.statsPort = await freePort();
+    const t0 = wallMs();
+    const child = spawnPinned({
+      core: pinning.server,
+      args: ['--expose-gc', ...this.nodeFlags, this.serverJs],
+      env: serverEnv(this.target, this.port, this.statsPort, extraEnv),
+    });
+    this.child = child;
+    this.output = captureOutput(child, process.env.BENCH_VERBOSE === '1');
+    let exited = false;
+    child.once('exit', () => (exited = true));
+    for (;;) {
+      if (exited) throw new Error(`server exited during start:\n${this.output()}`);
+      try {
+        const r = await httpGet(this.port, '/api/v1/server_settings');
+        if (r.status === 200) break;
+      } catch {
+        // not listening yet
+      }
+      if (wallMs() - t0 > 120_000) throw new Error(`server did not answer within 120 s:\n${this.output()}`);
+      await sleep(2);
+    }
+    const startMs = wallMs() - t0;
+    // The stats listener opens right after the API one.
+    for (let i = 0; i < 500; i++) {
+      try {
+        await this.stats();
+        break;
+      } catch {
+        await sleep(5);
+      }
+    }
+    return startMs;
+  }
+
+  async stats(opts: { gc?: boolean; reset?: boolean } = {}): Promise<ServerStats> {
+    const q = new URLSearchParams();
+    if (opts.gc) q.set('gc', '1');
+    if (opts.reset) q.set('reset', '1');
+    const r = await httpGet(this.statsPort, `/stats?${q}`);
+    return JSON.parse(r.body) as ServerStats;
+  }
+
+  /** CPU time (ms) the server used since `since`. */
+  static cpuMs(a: ServerStats, b: ServerStats): number {
+    return (b.cpuUserUs + b.cpuSystemUs - a.cpuUserUs - a.cpuSystemUs) / 1000;
+  }
+
+  /** Waits until the server has been nearly idle (< 5% CPU) for `quietMs`. */
+  async settle(quietMs = 300, timeoutMs = 60_000): Promise<void> {
+    const t0 = wallMs();
+    let prev = await this.stats();
+    let prevAt = wallMs();
+    let quietSince = prevAt;
+    while (wallMs() - t0 < timeoutMs) {
+      await sleep(100);
+      const s = await this.stats();
+      const at = wallMs();
+      if (BenchServer.cpuMs(prev, s) / (at - prevAt) > 0.05) quietSince = at;
+      else if (at - quietSince >= quietMs) return;
+      prev = s;
+      prevAt = at;
+    }
+  }
+
+  /** SIGTERM (graceful: the profile, when --cpu-prof is on, is written at exit), then SIGKILL. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = null;
+    if (child.exitCode === null && child.signalCode === null) {
+      const done = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await done;
+      clearTimeout(timer);
+    }
+    // Queues persisted at shutdown would be restored by the next scenario's server.
+    rmSync(join(this.target.dataDir, 'event_queues.json'), { force: true });
+  }
+
+  lastOutput(): string {
+    return this.output();
+  }
+}

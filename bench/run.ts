@@ -1,0 +1,521 @@
+/**
+ * npm run bench [-- --quick] [-- --only send,fanout] [-- --cpu-prof]
+ *
+ * Starts Parley as a child process on a fresh database (SQLite; PostgreSQL and Redis when
+ * BENCH_POSTGRES_URL / BENCH_REDIS_URL are set), generates the data, runs every scenario
+ * against it from a separate load-generator process, measures the ceiling (a bare node:http
+ * server under the same load generator), prints one table and writes the same figures as
+ * JSON under bench/results/. See docs/performance.md for the targets and the figures.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { buildServer, captureOutput, fdLimit, pinning, RESULTS_DIR, ROOT, spawnPinned } from './lib/proc.js';
+import { BenchServer, httpGet, serverEnv, type BenchTarget, type ServerStats } from './lib/server.js';
+import { seed, type SeedSizes, type Seeded } from './lib/seed.js';
+import { freePort, sleep, wallMs, type LatencySummary } from './lib/util.js';
+import { LoadGenerator, type AutocannonRequest, type QueueUser } from './load/jobs.js';
+
+const SCENARIOS = ['send', 'fanout', 'idle', 'history', 'register', 'start'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+interface Options {
+  quick: boolean;
+  only: Set<Scenario>;
+  cpuProf: boolean;
+}
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = { quick: false, only: new Set(SCENARIOS), cpuProf: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--quick') opts.quick = true;
+    else if (a === '--cpu-prof') opts.cpuProf = true;
+    else if (a === '--only' || a.startsWith('--only=')) {
+      const list = a === '--only' ? argv[++i] ?? '' : a.slice('--only='.length);
+      const picked = list.split(',').map((s) => s.trim()) as Scenario[];
+      for (const s of picked) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
+      opts.only = new Set(picked);
+    } else throw new Error(`unknown option ${a}`);
+  }
+  return opts;
+}
+
+const FULL: SeedSizes & Plan = {
+  fanoutUsers: 10_000,
+  sendSubscribers: 50,
+  historyMessages: 1_000_000,
+  historyChannels: 100,
+  historyTopics: 10_000,
+  historySenders: 10,
+  registerUsers: 1_000,
+  registerChannels: 200,
+  registerMessages: 5_000,
+  ceilingMs: 10_000,
+  sendWarmupMs: 3_000,
+  sendMs: 10_000,
+  fanoutRounds: 3,
+  idleMax: 50_000,
+  idleHeartbeatSeconds: 50,
+  idleWindowMs: 60_000,
+  latencyMs: 10_000,
+};
+
+const QUICK: SeedSizes & Plan = {
+  fanoutUsers: 400,
+  sendSubscribers: 50,
+  historyMessages: 20_000,
+  historyChannels: 10,
+  historyTopics: 100,
+  historySenders: 5,
+  registerUsers: 100,
+  registerChannels: 20,
+  registerMessages: 200,
+  ceilingMs: 2_000,
+  sendWarmupMs: 500,
+  sendMs: 2_000,
+  fanoutRounds: 1,
+  idleMax: 300,
+  idleHeartbeatSeconds: 2,
+  idleWindowMs: 3_000,
+  latencyMs: 2_000,
+};
+
+interface Plan {
+  ceilingMs: number;
+  sendWarmupMs: number;
+  sendMs: number;
+  fanoutRounds: number;
+  idleMax: number;
+  idleHeartbeatSeconds: number;
+  idleWindowMs: number;
+  latencyMs: number;
+}
+
+interface Row {
+  scenario: string;
+  metric: string;
+  value: string;
+  target: string;
+  /** true: meets the target; false: misses it; null: no target. */
+  ok: boolean | null;
+}
+
+const rows: Row[] = [];
+const results: Record<string, unknown> = {};
+
+function row(scenario: string, metric: string, value: string, target = '', ok: boolean | null = null): void {
+  rows.push({ scenario, metric, value, target, ok });
+}
+
+const ms = (v: number): string => (Number.isFinite(v) ? `${v < 10 ? v.toFixed(2) : v.toFixed(1)} ms` : 'n/a');
+const num = (v: number): string => Math.round(v).toLocaleString('en-US');
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+interface AutocannonResult {
+  requestsPerSecond: number;
+  latency: LatencySummary;
+  non2xx: number;
+  errors: number;
+  bytesPerResponse: number;
+}
+
+interface SendResult {
+  sent: number;
+  errors: number;
+  firstError: string;
+  measuredSends: number;
+  messagesPerSecond: number;
+  send: LatencySummary;
+  delivery: LatencySummary;
+  undelivered: number;
+  trackedQueues: number;
+  polls: number;
+  failed: number;
+  firstFailure: string;
+}
+
+function checkAutocannon(name: string, r: AutocannonResult): void {
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${name}: ${r.non2xx} non-2xx responses and ${r.errors} errors`);
+  if (r.latency.count === 0) throw new Error(`${name}: no request completed`);
+}
+
+async function measureCeiling(load: LoadGenerator, plan: Plan, user: QueueUser): Promise<number> {
+  const port = await freePort();
+  const child = spawnPinned({ core: pinning.server, args: ['--import', 'tsx', join(ROOT, 'bench', 'ceiling_server.ts'), String(port)] });
+  const output = captureOutput(child);
+  try {
+    for (let i = 0; ; i++) {
+      try {
+        await httpGet(port, '/');
+        break;
+      } catch {
+        if (i > 3000) throw new Error(`ceiling server did not start:\n${output()}`);
+        await sleep(5);
+      }
+    }
+    await load.run({ kind: 'configure', port });
+    const r = await load.run<AutocannonResult>({
+      kind: 'autocannon',
+      connections: 50,
+      warmupMs: Math.min(2000, plan.ceilingMs / 4),
+      durationMs: plan.ceilingMs,
+      requests: [{ method: 'GET', path: '/api/v1/users/me', headers: { host: user.host, authorization: user.auth } }],
+    });
+    checkAutocannon('ceiling', r);
+    return r.requestsPerSecond;
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+async function createPostgresDatabase(admin: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `parley_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const c = new pg.Client({ connectionString: admin });
+  await c.connect();
+  await c.query(`CREATE DATABASE ${name}`);
+  await c.end();
+  const u = new URL(admin);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    drop: async () => {
+      const d = new pg.Client({ connectionString: admin });
+      await d.connect();
+      await d.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await d.end();
+    },
+  };
+}
+
+const REGISTER_MINIMAL = `fetch_event_types=${encodeURIComponent('["message"]')}&apply_markdown=true&client_gravatar=true`;
+
+async function withServer<T>(
+  server: BenchServer,
+  load: LoadGenerator,
+  port: number,
+  env: NodeJS.ProcessEnv,
+  fn: (startMs: number) => Promise<T>,
+): Promise<T> {
+  const startMs = await server.start(env, port);
+  await load.run({ kind: 'configure', port });
+  try {
+    return await fn(startMs);
+  } finally {
+    await server.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const plan = opts.quick ? QUICK : FULL;
+  const only = opts.only;
+  const needsHistory = only.has('history') || only.has('start');
+  const sizes: SeedSizes = { ...plan, historyMessages: needsHistory ? plan.historyMessages : Math.min(plan.historyMessages, 1000) };
+  const fds = fdLimit();
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const machine = {
+    cpu,
+    cores: cpus().length,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    loadAverageAtStart: loadavg().map((v) => Number(v.toFixed(2))),
+    pinning: pinning.describe(),
+    fdLimit: fds,
+  };
+  const dbKind = process.env.BENCH_POSTGRES_URL ? 'postgres' : 'sqlite';
+  const redisUrl = process.env.BENCH_REDIS_URL || null;
+  log(`Parley bench (${opts.quick ? 'quick' : 'full'}): ${dbKind}${redisUrl ? ' + redis' : ''}, ${machine.pinning}`);
+  log(`  ${cpu}, node ${process.version}, open-file limit ${fds}, load average ${machine.loadAverageAtStart.join(' ')}`);
+
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const t0 = wallMs();
+  const serverJs = await buildServer();
+  const work = mkdtempSync(join(tmpdir(), 'parley-bench-'));
+  let dropDatabase: (() => Promise<void>) | null = null;
+  let databaseUrl = `sqlite:${join(work, 'bench.sqlite3')}`;
+  if (dbKind === 'postgres') {
+    const created = await createPostgresDatabase(process.env.BENCH_POSTGRES_URL!);
+    databaseUrl = created.url;
+    dropDatabase = created.drop;
+  }
+  const target: BenchTarget = {
+    databaseUrl,
+    redisUrl,
+    redisPrefix: `parley-bench-${process.pid}-${randomBytes(3).toString('hex')}:`,
+    dataDir: join(work, 'data'),
+    ownerEmail: 'owner@bench.example.com',
+    ownerPassword: randomBytes(12).toString('hex'),
+  };
+  const profileDir = join(RESULTS_DIR, 'profiles');
+  const serverFor = (scenario: string): BenchServer =>
+    new BenchServer(serverJs, target, opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, scenario)}`] : []);
+  // Every server of a run listens on the same port: EXTERNAL_URL (and so the fake email domain) stays put.
+  const port = await freePort();
+  const redisEnv = (scenario: string): NodeJS.ProcessEnv => ({ PARLEY_REDIS_PREFIX: `${target.redisPrefix}${scenario}:` });
+  const load = LoadGenerator.start();
+  let failed = false;
+  try {
+    // Ceiling.
+    const ceiling = await measureCeiling(load, plan, { host: `localhost:${port}`, auth: 'Basic eDp5' });
+    results.ceiling = { requestsPerSecond: ceiling, connections: 50 };
+    row('ceiling', 'bare node:http, small JSON, 50 connections', `${num(ceiling)} req/s`);
+    log(`ceiling: ${num(ceiling)} req/s`);
+
+    // Start on an empty database (migrations and the default organization included).
+    const emptyStart = await withServer(serverFor('start-empty'), load, port, redisEnv('start'), async (startMs) => startMs);
+    log(`start (empty database): ${ms(emptyStart)}`);
+
+    log('generating data...');
+    const seedT0 = wallMs();
+    const data: Seeded = await seed(serverEnv(target, port, 0), sizes, log);
+    results.data = { ...sizes, seedMs: Math.round(wallMs() - seedT0), timings: data.timings };
+    log(`data ready in ${((wallMs() - seedT0) / 1000).toFixed(1)} s`);
+
+    const loadedStart = await withServer(serverFor('history'), load, port, redisEnv('history'), async (startMs) => {
+      if (only.has('history')) await runHistory(load, plan, data);
+      return startMs;
+    });
+    if (only.has('start')) {
+      results.start = { emptyMs: emptyStart, loadedMs: loadedStart, loadedMessages: sizes.historyMessages };
+      row('start', 'empty database (first answered request)', ms(emptyStart), '< 1000 ms', emptyStart < 1000);
+      row('start', `${num(sizes.historyMessages)}-message database`, ms(loadedStart), '< 1000 ms', loadedStart < 1000);
+      log(`start (loaded database): ${ms(loadedStart)}`);
+    }
+    if (only.has('register')) await withServer(serverFor('register'), load, port, redisEnv('register'), () => runRegister(load, plan, data));
+    if (only.has('send')) await withServer(serverFor('send'), load, port, redisEnv('send'), () => runSend(load, plan, data, ceiling));
+    if (only.has('fanout')) {
+      const server = serverFor('fanout');
+      await withServer(server, load, port, redisEnv('fanout'), () => runFanout(load, server, plan, data));
+    }
+    if (only.has('idle')) {
+      const server = serverFor('idle');
+      const env = { ...redisEnv('idle'), PARLEY_HEARTBEAT_SECONDS: String(plan.idleHeartbeatSeconds) };
+      await withServer(server, load, port, env, () => runIdle(load, server, plan, data, fds));
+    }
+  } catch (e) {
+    failed = true;
+    log(`bench failed: ${(e as Error).stack ?? String(e)}`);
+  } finally {
+    load.stop();
+    rmSync(work, { recursive: true, force: true });
+    await dropDatabase?.();
+  }
+  if (failed) process.exit(1);
+
+  const report = {
+    date: new Date().toISOString(),
+    mode: opts.quick ? 'quick' : 'full',
+    database: dbKind,
+    redis: redisUrl !== null,
+    machine: { ...machine, loadAverageAtEnd: loadavg().map((v) => Number(v.toFixed(2))) },
+    durationSeconds: Math.round((wallMs() - t0) / 1000),
+    results,
+    table: rows,
+  };
+  printTable(report.mode, machine.pinning);
+  const stamp = report.date.replace(/[:.]/g, '-');
+  const file = join(RESULTS_DIR, `bench-${report.mode}-${dbKind}${redisUrl ? '-redis' : ''}-${stamp}.json`);
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(RESULTS_DIR, `latest-${report.mode}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`\nWrote ${file} (${report.durationSeconds} s)\n`);
+}
+
+async function runHistory(load: LoadGenerator, plan: Plan, data: Seeded): Promise<void> {
+  const requests: AutocannonRequest[] = [];
+  const headers = { host: data.host, authorization: data.reader.auth };
+  for (let i = 0; i < 200; i++) {
+    const c = (i * 37) % data.historyChannels.length;
+    const t = (i * 11) % data.topicsPerChannel;
+    const narrow = JSON.stringify([
+      { operator: 'channel', operand: data.historyChannels[c]!.id },
+      { operator: 'topic', operand: data.topicName(c, t) },
+    ]);
+    requests.push({ method: 'GET', path: `/api/v1/messages?anchor=newest&num_before=100&num_after=0&narrow=${encodeURIComponent(narrow)}`, headers });
+  }
+  const topic = await load.run<AutocannonResult>({ kind: 'autocannon', connections: 1, warmupMs: 1000, durationMs: plan.latencyMs, requests });
+  checkAutocannon('history', topic);
+  const search = JSON.stringify([{ operator: 'search', operand: data.searchWord }]);
+  const searchRun = await load.run<AutocannonResult>({
+    kind: 'autocannon',
+    connections: 1,
+    warmupMs: 500,
+    durationMs: plan.latencyMs / 2,
+    requests: [{ method: 'GET', path: `/api/v1/messages?anchor=newest&num_before=100&num_after=0&narrow=${encodeURIComponent(search)}`, headers }],
+  });
+  checkAutocannon('history search', searchRun);
+  results.history = { topic, search: searchRun };
+  row('history', 'channel+topic, newest 100: p50', ms(topic.latency.p50), '< 3 ms', topic.latency.p50 < 3);
+  row('history', 'channel+topic, newest 100: p99', ms(topic.latency.p99), '< 10 ms', topic.latency.p99 < 10);
+  row('history', `search "${data.searchWord}", newest 100: p50 / p99`, `${ms(searchRun.latency.p50)} / ${ms(searchRun.latency.p99)}`);
+  log(`history: p50 ${ms(topic.latency.p50)} p99 ${ms(topic.latency.p99)}; search p50 ${ms(searchRun.latency.p50)} p99 ${ms(searchRun.latency.p99)}`);
+}
+
+async function runRegister(load: LoadGenerator, plan: Plan & SeedSizes, data: Seeded): Promise<void> {
+  const r = await load.run<AutocannonResult>({
+    kind: 'autocannon',
+    connections: 1,
+    warmupMs: 1000,
+    durationMs: plan.latencyMs,
+    requests: [
+      {
+        method: 'POST',
+        path: '/api/v1/register',
+        headers: { host: data.registerHost, authorization: data.register.auth, 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'apply_markdown=true&client_gravatar=true&include_subscribers=true',
+      },
+    ],
+  });
+  checkAutocannon('register', r);
+  results.register = r;
+  row('register', `member of ${num(plan.registerUsers)} users / ${plan.registerChannels} channels: p50`, ms(r.latency.p50), '< 15 ms', r.latency.p50 < 15);
+  row('register', 'p99 / response size', `${ms(r.latency.p99)} / ${num(r.bytesPerResponse / 1024)} KiB`);
+  log(`register: p50 ${ms(r.latency.p50)} p99 ${ms(r.latency.p99)}, ${num(r.bytesPerResponse)} bytes`);
+}
+
+function checkSend(name: string, r: SendResult): void {
+  if (r.errors > 0) throw new Error(`${name}: ${r.errors} failed sends, first: ${r.firstError}`);
+  if (r.failed > 0) throw new Error(`${name}: ${r.failed} event queues failed, first: ${r.firstFailure}`);
+  if (r.measuredSends === 0) throw new Error(`${name}: no message sent`);
+}
+
+async function runSend(load: LoadGenerator, plan: Plan & SeedSizes, data: Seeded, ceiling: number): Promise<void> {
+  const subscribers = data.users.slice(0, plan.sendSubscribers);
+  const reg = await load.run<{ registered: number; errors: number; firstError: string }>({
+    kind: 'register',
+    set: 'send',
+    users: subscribers,
+    count: subscribers.length,
+    params: 'apply_markdown=true&client_gravatar=true',
+    concurrency: 4,
+  });
+  if (reg.errors) throw new Error(`send: register failed: ${reg.firstError}`);
+  await load.run({ kind: 'hold', set: 'send' });
+  const topics = Array.from({ length: 5 }, (_, i) => `send topic ${i}`);
+  const common = { senders: subscribers, stream: data.sendStream, topics, trackSet: 'send' };
+  const max = await load.run<SendResult>({
+    kind: 'send',
+    mode: 'closed',
+    concurrency: subscribers.length,
+    rate: 0,
+    warmupMs: plan.sendWarmupMs,
+    durationMs: plan.sendMs,
+    ...common,
+  });
+  checkSend('send (throughput)', max);
+  const rate = Math.max(1, Math.floor(max.messagesPerSecond / 2));
+  const half = await load.run<SendResult>({ kind: 'send', mode: 'open', concurrency: 0, rate, warmupMs: 1000, durationMs: plan.sendMs, ...common });
+  checkSend('send (half rate)', half);
+  await load.run({ kind: 'release', set: 'send' });
+  results.send = { subscribers: subscribers.length, concurrentSenders: subscribers.length, max, halfRate: { rate, ...half } };
+  const fraction = max.messagesPerSecond / ceiling;
+  row('send', `${subscribers.length} senders, ${subscribers.length} subscribers polling: messages/s`, `${num(max.messagesPerSecond)} (${(fraction * 100).toFixed(1)}% of ceiling)`, '>= 25% of ceiling', fraction >= 0.25);
+  row('send', 'at full load: send p50 / p99', `${ms(max.send.p50)} / ${ms(max.send.p99)}`);
+  row('send', `at half rate (${num(rate)}/s): send p50 / p99`, `${ms(half.send.p50)} / ${ms(half.send.p99)}`, 'p99 < 20 ms', half.send.p99 < 20);
+  row('send', 'at half rate: delivery to all queues p50 / p99', `${ms(half.delivery.p50)} / ${ms(half.delivery.p99)}`, 'p99 < 10 ms', half.delivery.p99 < 10);
+  log(`send: ${num(max.messagesPerSecond)} msg/s (${(fraction * 100).toFixed(1)}% of ceiling); at ${rate}/s send p99 ${ms(half.send.p99)}, delivery p99 ${ms(half.delivery.p99)}`);
+}
+
+async function runFanout(load: LoadGenerator, server: BenchServer, plan: Plan, data: Seeded): Promise<void> {
+  const reg = await load.run<{ registered: number; errors: number; firstError: string; latency: LatencySummary }>({
+    kind: 'register',
+    set: 'fanout',
+    users: data.users,
+    count: data.users.length,
+    params: REGISTER_MINIMAL,
+    concurrency: 8,
+  });
+  if (reg.errors) throw new Error(`fan-out: register failed: ${reg.firstError}`);
+  await load.run({ kind: 'hold', set: 'fanout' });
+  await server.settle();
+  const rounds: { deliveredMs: number; maxStallMs: number; sendMs: number }[] = [];
+  for (let i = 0; i < plan.fanoutRounds; i++) {
+    await server.stats({ reset: true });
+    const r = await load.run<{ trackedQueues: number; missing: number; sendMs: number; deliveredMs: number; failed: number; firstFailure: string }>({
+      kind: 'fanout',
+      senders: [data.users[0]!],
+      stream: data.fanoutStream,
+      topics: ['fan-out'],
+      trackSet: 'fanout',
+    });
+    if (r.failed) throw new Error(`fan-out: ${r.failed} queues failed: ${r.firstFailure}`);
+    if (r.missing) throw new Error(`fan-out: ${r.missing} of ${r.trackedQueues} queues did not receive the message`);
+    const s: ServerStats = await server.stats({ reset: true });
+    rounds.push({ deliveredMs: r.deliveredMs, maxStallMs: s.maxStallMs, sendMs: r.sendMs });
+    log(`fan-out round ${i + 1}: ${r.trackedQueues} queues in ${ms(r.deliveredMs)} (send answered in ${ms(r.sendMs)}), longest stall ${ms(s.maxStallMs)}`);
+    await server.settle();
+  }
+  await load.run({ kind: 'release', set: 'fanout' });
+  const worst = { deliveredMs: Math.max(...rounds.map((r) => r.deliveredMs)), maxStallMs: Math.max(...rounds.map((r) => r.maxStallMs)) };
+  results.fanout = { queues: data.users.length, registerLatency: reg.latency, rounds, worst };
+  row('fanout', `1 message to ${num(data.users.length)} held queues: last delivered (worst of ${rounds.length})`, ms(worst.deliveredMs), '<= 1000 ms', worst.deliveredMs <= 1000);
+  row('fanout', 'longest event-loop stall meanwhile', ms(worst.maxStallMs), '<= 50 ms', worst.maxStallMs <= 50);
+}
+
+async function runIdle(load: LoadGenerator, server: BenchServer, plan: Plan, data: Seeded, fds: number): Promise<void> {
+  // Each held poll costs the server and the load generator one descriptor; keep a margin for the rest.
+  const count = Math.max(1, Math.min(plan.idleMax, fds - 1000));
+  await server.settle();
+  const before = await server.stats({ gc: true });
+  const reg = await load.run<{ registered: number; errors: number; firstError: string; latency: LatencySummary }>({
+    kind: 'register',
+    set: 'idle',
+    users: data.users,
+    count,
+    params: REGISTER_MINIMAL,
+    concurrency: 8,
+  });
+  if (reg.errors) throw new Error(`idle: register failed: ${reg.firstError}`);
+  const held = await load.run<{ holding: number; connectErrors: number; firstError: string }>({ kind: 'hold', set: 'idle' });
+  if (held.connectErrors) throw new Error(`idle: ${held.connectErrors} connections failed: ${held.firstError}`);
+  await server.settle(500);
+  const holding = await server.stats({ gc: true });
+  const perThousandMiB = ((holding.rss - before.rss) / count) * 1000 / 2 ** 20;
+  const heapPerThousandMiB = ((holding.heapUsed - before.heapUsed) / count) * 1000 / 2 ** 20;
+  const pollsBefore = (await load.run<{ polls: number }>({ kind: 'health', set: 'idle' })).polls;
+  const w0 = wallMs();
+  await sleep(plan.idleWindowMs);
+  const after = await server.stats();
+  const windowMs = wallMs() - w0;
+  const health = await load.run<{ polls: number; failed: number; firstFailure: string }>({ kind: 'health', set: 'idle' });
+  if (health.failed) throw new Error(`idle: ${health.failed} polls failed: ${health.firstFailure}`);
+  const cpuPercent = (BenchServer.cpuMs(holding, after) / windowMs) * 100;
+  await load.run({ kind: 'release', set: 'idle' });
+  const heartbeats = health.polls - pollsBefore;
+  results.idle = {
+    queues: count,
+    fdLimit: fds,
+    registerLatency: reg.latency,
+    rssBefore: before.rss,
+    rssHolding: holding.rss,
+    heapBefore: before.heapUsed,
+    heapHolding: holding.heapUsed,
+    mibPerThousandQueues: perThousandMiB,
+    heapMibPerThousandQueues: heapPerThousandMiB,
+    heartbeatSeconds: plan.idleHeartbeatSeconds,
+    windowMs,
+    heartbeatsAnswered: heartbeats,
+    cpuPercentOfOneCore: cpuPercent,
+  };
+  row('idle', `${num(count)} held long-polls (fd limit ${num(fds)}): memory per 1,000`, `${perThousandMiB.toFixed(2)} MiB (heap ${heapPerThousandMiB.toFixed(2)})`, '<= 12 MB', perThousandMiB * 1.048576 <= 12);
+  row('idle', `heartbeats every ${plan.idleHeartbeatSeconds} s: CPU over ${(windowMs / 1000).toFixed(0)} s`, `${cpuPercent.toFixed(2)}% of a core (${num(heartbeats)} heartbeats)`);
+  log(`idle: ${count} queues, ${perThousandMiB.toFixed(2)} MiB per 1000, heartbeat CPU ${cpuPercent.toFixed(2)}%`);
+}
+
+function printTable(mode: string, pin: string): void {
+  const header: Row = { scenario: 'scenario', metric: 'metric', value: 'value', target: 'target', ok: null };
+  const cells = (r: Row): string[] => [r.scenario, r.metric, r.value, r.target, r.ok === null ? '' : r.ok ? 'meets' : 'MISSES'];
+  const all = [header, ...rows].map(cells);
+  const widths = all[0]!.map((_, i) => Math.max(...all.map((c) => c[i]!.length)));
+  const line = (c: string[]): string => c.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  process.stdout.write(`\nParley bench (${mode}; ${pin})\n`);
+  process.stdout.write(`${line(all[0]!)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n`);
+  for (const c of all.slice(1)) process.stdout.write(`${line(c)}\n`);
+}
+
+await main();
