@@ -104,6 +104,8 @@ import { RESOLVED_TOPIC_PREFIX } from '../lib/narrow/terms.js';
 import { isAdmin, isGuest, isModerator } from '../lib/roles.js';
 import { fetchStreamById } from '../db/repos/streams.js';
 import { fetchLinkifiers } from '../db/repos/settings.js';
+import { fetchActiveRealmEmoji } from '../db/repos/realm_emoji.js';
+import { realmEmojiSourceUrl } from '../lib/format/realm_emoji.js';
 import { MAX_MESSAGE_LENGTH, MAX_STREAM_NAME_LENGTH } from '../version.js';
 import type { Services } from '../services.js';
 import { setUserTopicPolicies } from './user_topics.js';
@@ -213,7 +215,7 @@ async function renderContent(services: Services, realm: Realm, sender: User, con
   const db = services.db.kysely;
   const settings = realmSettings(realm);
   const c = mentionCandidates(content);
-  const [byName, byId, groups, channels, linkifiers, alertWords, access] = await Promise.all([
+  const [byName, byId, groups, channels, linkifiers, alertWords, access, realmEmoji] = await Promise.all([
     fetchUsersByFullNames(db, realm.id, c.userNames),
     fetchActiveUsersByIds(db, realm.id, c.userIds),
     fetchGroupsByNames(db, realm.id, c.groupNames),
@@ -221,6 +223,8 @@ async function renderContent(services: Services, realm: Realm, sender: User, con
     fetchLinkifiers(db, realm.id),
     fetchRealmAlertWords(db, realm.id),
     loadUserAccess(db, realm, sender),
+    // Custom emoji syntax needs a colon.
+    content.includes(':') ? fetchActiveRealmEmoji(db, realm.id) : Promise.resolve([]),
   ]);
   const users = new Map([...byName, ...byId].filter((u) => access.canAccess(u)).map((u) => [u.id, { id: u.id, fullName: u.full_name, isActive: true }]));
   const caller = new ChannelCaller(db, realm, sender);
@@ -233,6 +237,7 @@ async function renderContent(services: Services, realm: Realm, sender: User, con
     groups: groups.filter((g) => !g.is_system_group).map((g) => ({ id: g.id, name: g.name, deactivated: false })),
     channels: visibleChannels,
     linkifiers: linkifiers.map((l) => ({ pattern: l.pattern, url_template: l.url_template })),
+    realmEmoji: realmEmoji.map((e) => ({ id: String(e.id), name: e.name, sourceUrl: realmEmojiSourceUrl(e), deactivated: false })),
     translateEmoticons: userSettings(sender).translate_emoticons,
     defaultCodeBlockLanguage: settings.default_code_block_language || null,
     inlineImagePreview: settings.inline_image_preview,

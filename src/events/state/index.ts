@@ -8,6 +8,7 @@ import { fetchGroupsState } from './groups.js';
 import { fetchInvitesState } from './invites.js';
 import { fetchCallsState } from './calls.js';
 import { fetchPresenceState } from './presence.js';
+import { fetchEmojiState } from './emoji.js';
 
 /** Every area's contribution to POST /register, merged in this order. */
 export const STATE_FETCHERS: readonly StateFetcher[] = [
@@ -20,4 +21,5 @@ export const STATE_FETCHERS: readonly StateFetcher[] = [
   fetchInvitesState,
   fetchCallsState,
   fetchPresenceState,
+  fetchEmojiState,
 ];

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.js';
 import { registerReactionRoutes } from './reactions.js';
+import { registerRealmEmojiRoutes } from './realm_emoji.js';
 
 /**
  * What real clients call beyond the core areas: reactions, custom emoji, uploads and
@@ -8,4 +9,5 @@ import { registerReactionRoutes } from './reactions.js';
  */
 export function registerFeatureRoutes(app: FastifyInstance, services: Services): void {
   registerReactionRoutes(app, services);
+  registerRealmEmojiRoutes(app, services);
 }
