@@ -109,6 +109,7 @@ import { realmEmojiSourceUrl } from '../lib/format/realm_emoji.js';
 import { MAX_MESSAGE_LENGTH, MAX_STREAM_NAME_LENGTH } from '../version.js';
 import type { Services } from '../services.js';
 import { setUserTopicPolicies } from './user_topics.js';
+import { claimableMessageAttachments, setMessageAttachments } from './uploads.js';
 
 /** Zulip's Realm.WILDCARD_MENTION_THRESHOLD: wildcard mentions reaching more people need can_mention_many_users_group. */
 export const WILDCARD_MENTION_THRESHOLD = 15;
@@ -201,6 +202,8 @@ export interface RenderResult {
   hasLink: boolean;
   hasImage: boolean;
   hasAttachment: boolean;
+  /** Linked uploads (after /user_uploads/), claimed when the message is written. */
+  attachmentPathIds: string[];
   /** Users one of whose alert words occurs in the message. */
   alertWordUserIds: Set<number>;
   linkifiers: readonly Linkifier[];
@@ -253,6 +256,7 @@ async function renderContent(services: Services, realm: Realm, sender: User, con
     hasLink: r.hasLink,
     hasImage: r.hasImage,
     hasAttachment: r.hasAttachment,
+    attachmentPathIds: r.attachmentPathIds,
     alertWordUserIds: new Set(r.alertWordUserIds),
     linkifiers: ctx.linkifiers ?? [],
   };
@@ -622,6 +626,7 @@ export async function doSendMessage(services: Services, p: PreparedMessage): Pro
   const t = p.target;
   const dateSent = now();
   const { message, changedPolicy } = await transaction(services.db, async (tx, afterCommit) => {
+    const attachments = await claimableMessageAttachments(tx, p.realm, p.sender, p.rendered.attachmentPathIds);
     const message = await insertMessage(tx, {
       realm_id: p.realm.id,
       sender_id: p.sender.id,
@@ -636,8 +641,9 @@ export async function doSendMessage(services: Services, p: PreparedMessage): Pro
       sending_client: p.client,
       has_link: p.rendered.hasLink ? 1 : 0,
       has_image: p.rendered.hasImage ? 1 : 0,
-      has_attachment: p.rendered.hasAttachment ? 1 : 0,
+      has_attachment: attachments.length > 0 ? 1 : 0,
     });
+    await setMessageAttachments(services, tx, afterCommit, p.realm, message.id, attachments);
     const rows: UserMessageRow[] = [...p.flags].map(([user_id, flags]) => ({ user_id, message_id: message.id, flags }));
     await bulkInsertUserMessages(tx, rows);
     let changedPolicy = false;
@@ -1120,7 +1126,9 @@ export async function doUpdateMessage(services: Services, e: PreparedEdit): Prom
         changes.rendered_content = e.content.rendered.html;
         changes.has_link = e.content.rendered.hasLink ? 1 : 0;
         changes.has_image = e.content.rendered.hasImage ? 1 : 0;
-        changes.has_attachment = e.content.rendered.hasAttachment ? 1 : 0;
+        const attachments = await claimableMessageAttachments(tx, e.realm, e.editor, e.content.rendered.attachmentPathIds);
+        changes.has_attachment = attachments.length > 0 ? 1 : 0;
+        await setMessageAttachments(services, tx, afterCommit, e.realm, m.id, attachments);
         changes.last_edit_time = ts;
       }
       if (e.topic) {

@@ -7,7 +7,7 @@ import type { Dialect } from '../index.js';
  * File contents live in the database (`stored_files`), not on a local disk, so that every
  * process of a scaled-out installation can serve every file and a backup of the database is a
  * backup of everything. The price is database size and memory: a file is read whole (at most
- * max_file_upload_size_mib) to be served.
+ * max_file_upload_size_mib) to be served. See docs/uploads.md.
  */
 export async function up(db: Kysely<any>, dialect: Dialect): Promise<void> {
   const id = dialect === 'postgres' ? 'bigserial' : 'integer';

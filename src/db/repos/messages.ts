@@ -331,11 +331,13 @@ export async function fetchUserIdsWithRows(db: Tx, messageIds: readonly number[]
   return rows.map((r) => r.user_id);
 }
 
-/** Deletes messages with their recipient rows and reactions. */
+/** Deletes messages with their recipient rows, reactions, submessages and attachment links. */
 export async function deleteMessagesByIds(db: Tx, messageIds: readonly number[]): Promise<void> {
   if (messageIds.length === 0) return;
   const ids = [...messageIds];
   await db.deleteFrom('reactions').where('message_id', 'in', ids).execute();
+  await db.deleteFrom('submessages').where('message_id', 'in', ids).execute();
+  await db.deleteFrom('attachment_messages').where('message_id', 'in', ids).execute();
   await db.deleteFrom('user_messages').where('message_id', 'in', ids).execute();
   await db.deleteFrom('messages').where('id', 'in', ids).execute();
 }

@@ -17,6 +17,11 @@ export async function fetchUserByEmail(db: Tx, realmId: number, email: string): 
     .executeTakeFirst();
 }
 
+/** The realm's user with this API key (zulip-mobile authenticates image URLs with `?api_key=` alone). */
+export async function fetchUserByApiKey(db: Tx, realmId: number, apiKey: string): Promise<User | undefined> {
+  return db.selectFrom('users').selectAll().where('realm_id', '=', realmId).where('api_key', '=', apiKey).executeTakeFirst();
+}
+
 /** Matches only the real (delivery) email, case-insensitively. */
 export async function fetchUserByDeliveryEmail(db: Tx, realmId: number, email: string): Promise<User | undefined> {
   return db

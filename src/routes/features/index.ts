@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.js';
 import { registerReactionRoutes } from './reactions.js';
 import { registerRealmEmojiRoutes } from './realm_emoji.js';
+import { registerUploadRoutes } from './uploads.js';
 
 /**
  * What real clients call beyond the core areas: reactions, custom emoji, uploads and
@@ -10,4 +11,5 @@ import { registerRealmEmojiRoutes } from './realm_emoji.js';
 export function registerFeatureRoutes(app: FastifyInstance, services: Services): void {
   registerReactionRoutes(app, services);
   registerRealmEmojiRoutes(app, services);
+  registerUploadRoutes(app, services);
 }
