@@ -1,6 +1,7 @@
 import { JsonableError, adminRequired, badRequest, insufficientPermission, ownerRequired } from '../errors.js';
 import { now, transaction } from '../db/index.js';
-import type { Realm, User } from '../db/tables.js';
+import type { Insertable } from 'kysely';
+import type { InviteTable, Realm, User } from '../db/tables.js';
 import {
   INVITE_PENDING,
   INVITE_REVOKED,
@@ -165,25 +166,7 @@ export async function doInviteUsers(services: Services, mailer: Mailer, realm: R
     });
   }
   const invites = await transaction(services.db, async (tx, afterCommit) => {
-    const created = await insertInvites(
-      tx,
-      good.map((email) => ({
-        realm_id: realm.id,
-        email: email.toLowerCase(),
-        referred_by: caller.id,
-        invited_as: opts.inviteAs,
-        date_created: now(),
-        expiry: opts.expiry,
-        stream_ids: JSON.stringify(opts.streamIds),
-        group_ids: JSON.stringify(opts.groupIds),
-        include_realm_default_subscriptions: opts.includeRealmDefaultSubscriptions ? 1 : 0,
-        notify_referrer_on_join: opts.notifyReferrerOnJoin ? 1 : 0,
-        welcome_message_custom_text: opts.welcomeMessageCustomText,
-        status: INVITE_PENDING,
-        key: generateToken(24),
-        multiuse: 0,
-      })),
-    );
+    const created = await insertInvites(tx, good.map((email) => inviteRow(realm, caller, opts, email.toLowerCase())));
     const admins = await fetchRealmAdminIds(tx, realm.id);
     afterCommit(() => notifyInvitesChanged(services, realm, admins, caller.id));
     return created;
@@ -199,26 +182,29 @@ export async function doInviteUsers(services: Services, mailer: Mailer, realm: R
   }
 }
 
+/** An invitation row: for one email address, or (email null) a reusable link. */
+function inviteRow(realm: Realm, caller: User, opts: InviteOptions, email: string | null): Insertable<InviteTable> {
+  return {
+    realm_id: realm.id,
+    email: email ?? '',
+    referred_by: caller.id,
+    invited_as: opts.inviteAs,
+    date_created: now(),
+    expiry: opts.expiry,
+    stream_ids: JSON.stringify(opts.streamIds),
+    group_ids: JSON.stringify(opts.groupIds),
+    include_realm_default_subscriptions: opts.includeRealmDefaultSubscriptions ? 1 : 0,
+    notify_referrer_on_join: opts.notifyReferrerOnJoin ? 1 : 0,
+    welcome_message_custom_text: opts.welcomeMessageCustomText,
+    status: INVITE_PENDING,
+    key: generateToken(24),
+    multiuse: email === null ? 1 : 0,
+  };
+}
+
 export async function doCreateMultiuseInvite(services: Services, realm: Realm, caller: User, opts: InviteOptions): Promise<string> {
   return transaction(services.db, async (tx, afterCommit) => {
-    const [invite] = await insertInvites(tx, [
-      {
-        realm_id: realm.id,
-        email: '',
-        referred_by: caller.id,
-        invited_as: opts.inviteAs,
-        date_created: now(),
-        expiry: opts.expiry,
-        stream_ids: JSON.stringify(opts.streamIds),
-        group_ids: JSON.stringify(opts.groupIds),
-        include_realm_default_subscriptions: opts.includeRealmDefaultSubscriptions ? 1 : 0,
-        notify_referrer_on_join: opts.notifyReferrerOnJoin ? 1 : 0,
-        welcome_message_custom_text: opts.welcomeMessageCustomText,
-        status: INVITE_PENDING,
-        key: generateToken(24),
-        multiuse: 1,
-      },
-    ]);
+    const [invite] = await insertInvites(tx, [inviteRow(realm, caller, opts, null)]);
     const admins = await fetchRealmAdminIds(tx, realm.id);
     afterCommit(() => notifyInvitesChanged(services, realm, admins, caller.id));
     return inviteLink(services, realm, invite!.key);

@@ -58,6 +58,27 @@ export function registerInviteRoutes(app: FastifyInstance, services: Services): 
   const expiry = (minutes: number | null | undefined): number | null =>
     minutes === null ? null : now() + 60 * (minutes ?? services.config.invites.defaultExpiresInMinutes);
 
+  const inviteOptions = (
+    user: User,
+    params: {
+      invite_as: number;
+      invite_expires_in_minutes: number | null | undefined;
+      include_realm_default_subscriptions: boolean;
+      notify_referrer_on_join: boolean;
+      welcome_message_custom_text: string | null;
+    },
+    streamIds: number[],
+    groupIds: number[],
+  ): InviteOptions => ({
+    inviteAs: params.invite_as,
+    expiry: expiry(params.invite_expires_in_minutes),
+    streamIds,
+    groupIds,
+    includeRealmDefaultSubscriptions: params.include_realm_default_subscriptions,
+    notifyReferrerOnJoin: params.notify_referrer_on_join,
+    welcomeMessageCustomText: checkWelcomeMessageCustomText(user, params.welcome_message_custom_text),
+  });
+
   const commonParams = {
     invite_expires_in_minutes: p.int(z.number().int().min(1)).nullable().optional(),
     invite_as: inviteAsParam(),
@@ -82,16 +103,7 @@ export function registerInviteRoutes(app: FastifyInstance, services: Services): 
       const streamIds = [...new Set(params.stream_ids)];
       const groupIds = [...new Set(params.group_ids)];
       await checkInviteTargets(services, realm, user, streamIds, groupIds);
-      const opts: InviteOptions = {
-        inviteAs: params.invite_as,
-        expiry: expiry(params.invite_expires_in_minutes),
-        streamIds,
-        groupIds,
-        includeRealmDefaultSubscriptions: params.include_realm_default_subscriptions,
-        notifyReferrerOnJoin: params.notify_referrer_on_join,
-        welcomeMessageCustomText: checkWelcomeMessageCustomText(user, params.welcome_message_custom_text),
-      };
-      await doInviteUsers(services, mailer, realm, user, emails, opts);
+      await doInviteUsers(services, mailer, realm, user, emails, inviteOptions(user, params, streamIds, groupIds));
     },
   });
 
@@ -118,38 +130,22 @@ export function registerInviteRoutes(app: FastifyInstance, services: Services): 
       const streamIds = [...new Set(params.stream_ids)];
       const groupIds = [...new Set(params.group_ids)];
       await checkInviteTargets(services, realm, user, streamIds, groupIds);
-      const link = await doCreateMultiuseInvite(services, realm, user, {
-        inviteAs: params.invite_as,
-        expiry: expiry(params.invite_expires_in_minutes),
-        streamIds,
-        groupIds,
-        includeRealmDefaultSubscriptions: params.include_realm_default_subscriptions,
-        notifyReferrerOnJoin: params.notify_referrer_on_join,
-        welcomeMessageCustomText: checkWelcomeMessageCustomText(user, params.welcome_message_custom_text),
-      });
+      const link = await doCreateMultiuseInvite(services, realm, user, inviteOptions(user, params, streamIds, groupIds));
       return { invite_link: link };
     },
   });
 
-  endpoint(app, services, {
-    method: 'DELETE',
-    path: '/invites/:invite_id',
-    authorize: checkMemberOrAdmin,
-    params: { invite_id: p.int() },
-    handler: async ({ realm, user, params }) => {
-      await doRevokeInvite(services, realm, user, await accessInviteForChange(services, realm, user, params.invite_id, false));
-    },
-  });
-
-  endpoint(app, services, {
-    method: 'DELETE',
-    path: '/invites/multiuse/:invite_id',
-    authorize: checkMemberOrAdmin,
-    params: { invite_id: p.int() },
-    handler: async ({ realm, user, params }) => {
-      await doRevokeInvite(services, realm, user, await accessInviteForChange(services, realm, user, params.invite_id, true));
-    },
-  });
+  for (const [path, multiuse] of [['/invites/:invite_id', false], ['/invites/multiuse/:invite_id', true]] as const) {
+    endpoint(app, services, {
+      method: 'DELETE',
+      path,
+      authorize: checkMemberOrAdmin,
+      params: { invite_id: p.int() },
+      handler: async ({ realm, user, params }) => {
+        await doRevokeInvite(services, realm, user, await accessInviteForChange(services, realm, user, params.invite_id, multiuse));
+      },
+    });
+  }
 
   endpoint(app, services, {
     method: 'POST',
