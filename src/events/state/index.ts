@@ -9,6 +9,7 @@ import { fetchInvitesState } from './invites.js';
 import { fetchCallsState } from './calls.js';
 import { fetchPresenceState } from './presence.js';
 import { fetchEmojiState } from './emoji.js';
+import { fetchPersonalState } from './personal.js';
 
 /** Every area's contribution to POST /register, merged in this order. */
 export const STATE_FETCHERS: readonly StateFetcher[] = [
@@ -22,4 +23,5 @@ export const STATE_FETCHERS: readonly StateFetcher[] = [
   fetchCallsState,
   fetchPresenceState,
   fetchEmojiState,
+  fetchPersonalState,
 ];

@@ -3,6 +3,7 @@ import type { Services } from '../../services.js';
 import { registerReactionRoutes } from './reactions.js';
 import { registerRealmEmojiRoutes } from './realm_emoji.js';
 import { registerUploadRoutes } from './uploads.js';
+import { registerPersonalRoutes } from './personal.js';
 
 /**
  * What real clients call beyond the core areas: reactions, custom emoji, uploads and
@@ -12,4 +13,5 @@ export function registerFeatureRoutes(app: FastifyInstance, services: Services):
   registerReactionRoutes(app, services);
   registerRealmEmojiRoutes(app, services);
   registerUploadRoutes(app, services);
+  registerPersonalRoutes(app, services);
 }
