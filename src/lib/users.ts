@@ -5,6 +5,7 @@ import { fetchRealmUsers, fetchUsersByIds } from '../db/repos/users.js';
 import { fetchCustomProfileFields, fetchCustomProfileValues } from '../db/repos/custom_profile_fields.js';
 import { loadUserAccess } from './access/users.js';
 import { formatInaccessibleUser, formatUser, profileDataByUser } from './format/users.js';
+import { SYSTEM_BOTS, fetchSystemBot, type SystemBotName } from './system_bots.js';
 
 export interface UsersForApiOptions {
   clientGravatar: boolean;
@@ -31,7 +32,11 @@ export async function getUsersForApi(
   caller: User | null,
   opts: UsersForApiOptions,
 ): Promise<{ user: User | null; dict: Record<string, unknown> }[]> {
-  const rows = opts.userIds ? await fetchUsersByIds(db, realm.id, opts.userIds) : await fetchRealmUsers(db, realm.id);
+  // System bots are listed apart (register's cross_realm_bots), as Zulip's live in another realm;
+  // asked for by ID, they are found like anyone else.
+  const rows = opts.userIds
+    ? await fetchUsersByIds(db, realm.id, opts.userIds)
+    : (await fetchRealmUsers(db, realm.id)).filter((u) => !u.is_system_bot);
   const access = caller ? await loadUserAccess(db, realm, caller) : null;
   let profileData;
   if (opts.includeCustomProfileFields && caller) {
@@ -50,6 +55,18 @@ export async function getUsersForApi(
     out.push({ user: row, dict: formatUser(row, ctx) });
   }
   return out;
+}
+
+/**
+ * register's cross_realm_bots: Notification Bot and Welcome Bot (created on first use), with
+ * no owner and `is_system_bot`, as Zulip's get_cross_realm_dicts.
+ */
+export async function getSystemBotsForApi(db: Tx, config: Config, realm: Realm, caller: User): Promise<Record<string, unknown>[]> {
+  const bots = [];
+  for (const name of Object.keys(SYSTEM_BOTS) as SystemBotName[]) bots.push(await fetchSystemBot(db, config, realm, name));
+  return bots
+    .sort((a, b) => a.id - b.id)
+    .map((bot) => ({ ...formatUser({ ...bot, bot_owner_id: null }, { config, realm, viewer: caller, clientGravatar: false }), is_system_bot: true }));
 }
 
 /** One user's dict for a caller who was already granted access to that user. */

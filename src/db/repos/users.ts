@@ -103,12 +103,14 @@ export async function countActiveOwners(db: Tx, realmId: number): Promise<number
   return Number(r.n);
 }
 
+/** Active accounts of the organization's own users and bots (system bots are not members). */
 export async function countActiveUsers(db: Tx, realmId: number): Promise<number> {
   const r = await db
     .selectFrom('users')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('realm_id', '=', realmId)
     .where('is_active', '=', 1)
+    .where('is_system_bot', '=', 0)
     .executeTakeFirstOrThrow();
   return Number(r.n);
 }

@@ -1,6 +1,6 @@
 import type { StateFetcher } from './types.js';
 import { fetchCustomProfileFields } from '../../db/repos/custom_profile_fields.js';
-import { getUsersForApi } from '../../lib/users.js';
+import { getSystemBotsForApi, getUsersForApi } from '../../lib/users.js';
 import { avatarUrl } from '../../lib/avatar.js';
 import { avatarUrlMedium, formatCustomProfileField } from '../../lib/format/users.js';
 import { CUSTOM_PROFILE_FIELD_TYPES } from '../../lib/custom_profile_fields.js';
@@ -25,8 +25,7 @@ export const fetchUsersState: StateFetcher = async ({ services, realm, user, opt
     });
     out.realm_users = users.filter((u) => !u.user || u.user.is_active).map((u) => u.dict);
     out.realm_non_active_users = users.filter((u) => u.user && !u.user.is_active).map((u) => u.dict);
-    // Zulip's system bots live in a separate realm; this server has none.
-    out.cross_realm_bots = [];
+    out.cross_realm_bots = await getSystemBotsForApi(db, services.config, realm, user);
 
     const m = await loadGroupMembership(db, realm.id);
     const settings = realmSettings(realm);
