@@ -4,6 +4,7 @@ import { registerReactionRoutes } from './reactions.js';
 import { registerRealmEmojiRoutes } from './realm_emoji.js';
 import { registerUploadRoutes } from './uploads.js';
 import { registerPersonalRoutes } from './personal.js';
+import { registerMessageExtraRoutes } from './message_extras.js';
 
 /**
  * What real clients call beyond the core areas: reactions, custom emoji, uploads and
@@ -14,4 +15,5 @@ export function registerFeatureRoutes(app: FastifyInstance, services: Services):
   registerRealmEmojiRoutes(app, services);
   registerUploadRoutes(app, services);
   registerPersonalRoutes(app, services);
+  registerMessageExtraRoutes(app, services);
 }
