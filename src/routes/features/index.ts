@@ -5,6 +5,7 @@ import { registerRealmEmojiRoutes } from './realm_emoji.js';
 import { registerUploadRoutes } from './uploads.js';
 import { registerPersonalRoutes } from './personal.js';
 import { registerMessageExtraRoutes } from './message_extras.js';
+import { registerLinkifierRoutes } from './linkifiers.js';
 
 /**
  * What real clients call beyond the core areas: reactions, custom emoji, uploads and
@@ -16,4 +17,5 @@ export function registerFeatureRoutes(app: FastifyInstance, services: Services):
   registerUploadRoutes(app, services);
   registerPersonalRoutes(app, services);
   registerMessageExtraRoutes(app, services);
+  registerLinkifierRoutes(app, services);
 }
