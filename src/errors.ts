@@ -48,6 +48,7 @@ export type ErrorCode =
   | 'TOPICS_NOT_ALLOWED'
   | 'NOT_FOUND'
   | 'PAYLOAD_TOO_LARGE'
+  | 'PERMISSION_DENIED'
   | 'INTERNAL_SERVER_ERROR';
 
 export class JsonableError extends Error {

@@ -6,6 +6,7 @@ import { registerUploadRoutes } from './uploads.js';
 import { registerPersonalRoutes } from './personal.js';
 import { registerMessageExtraRoutes } from './message_extras.js';
 import { registerLinkifierRoutes } from './linkifiers.js';
+import { registerBotStorageRoutes } from './bot_storage.js';
 
 /**
  * What real clients call beyond the core areas: reactions, custom emoji, uploads and
@@ -18,4 +19,5 @@ export function registerFeatureRoutes(app: FastifyInstance, services: Services):
   registerPersonalRoutes(app, services);
   registerMessageExtraRoutes(app, services);
   registerLinkifierRoutes(app, services);
+  registerBotStorageRoutes(app, services);
 }
