@@ -4,10 +4,8 @@ import { startDebugStats } from './debug_stats.js';
 
 const config = loadConfig();
 const app = await buildApp(config, { announce: (line) => process.stdout.write(`${line}\n`) });
-await app.fastify.listen({ port: config.port, host: config.host });
-if (process.env.PARLEY_DEBUG_STATS_PORT) await startDebugStats(Number(process.env.PARLEY_DEBUG_STATS_PORT), app.services);
-process.stdout.write(`Parley is serving on ${config.externalUrl} (database: ${config.databaseUrl.replace(/\/\/[^@]*@/, '//')})\n`);
-
+// Installed before the server announces itself, so that a supervisor signalling right after
+// "serving" gets a graceful shutdown, not Node's default exit.
 let closing = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
@@ -19,3 +17,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     );
   });
 }
+
+await app.fastify.listen({ port: config.port, host: config.host });
+if (process.env.PARLEY_DEBUG_STATS_PORT) await startDebugStats(Number(process.env.PARLEY_DEBUG_STATS_PORT), app.services);
+process.stdout.write(`Parley is serving on ${config.externalUrl} (database: ${config.databaseUrl.replace(/\/\/[^@]*@/, '//')})\n`);
