@@ -49,6 +49,7 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'PAYLOAD_TOO_LARGE'
   | 'PERMISSION_DENIED'
+  | 'BAD_IMAGE'
   | 'INTERNAL_SERVER_ERROR';
 
 export class JsonableError extends Error {

@@ -17,7 +17,7 @@ import { loadUserGroupMembership, userHasGroupPermission } from '../lib/group_se
 import { emojiNameToCode } from '../lib/markdown/index.js';
 import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
 import { isAdmin } from '../lib/roles.js';
-import { IMAGE_EXTENSIONS, MAX_EMOJI_FILE_SIZE_MIB, sniffImageType, storedPath } from '../lib/uploads.js';
+import { IMAGE_EXTENSIONS, MAX_EMOJI_FILE_SIZE_MIB, badImage, sniffImageType, storedPath } from '../lib/uploads.js';
 import type { UploadedFile } from '../plugins/body.js';
 import type { Services } from '../services.js';
 
@@ -48,7 +48,7 @@ export async function checkAddRealmEmoji(services: Services, realm: Realm, user:
     throw badRequest(`Uploaded file is larger than the allowed limit of ${MAX_EMOJI_FILE_SIZE_MIB} MiB`);
   }
   const contentType = sniffImageType(file.data);
-  if (!contentType) throw badRequest('Invalid image format');
+  if (!contentType) throw badImage();
   return { name, data: file.data, contentType };
 }
 

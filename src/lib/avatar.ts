@@ -9,14 +9,18 @@ export function gravatarHash(email: string): string {
   return createHash('md5').update(email.trim().toLowerCase()).digest('hex');
 }
 
+/** The stable name of a user's uploaded avatar file (its content changes, the name does not). */
+export function uploadedAvatarHash(user: Pick<User, 'realm_id' | 'id'>): string {
+  return createHash('sha1').update(`${user.realm_id}:${user.id}`).digest('hex');
+}
+
 /**
  * The avatar URL Zulip would give. Gravatar URLs are built from the real (delivery) email,
  * which is why clients may only compute them themselves when they can see that email.
  */
 export function avatarUrl(realmUrl: string, user: Pick<User, 'avatar_source' | 'avatar_version' | 'delivery_email' | 'realm_id' | 'id'>): string {
   if (user.avatar_source === AVATAR_FROM_USER) {
-    const h = createHash('sha1').update(`${user.realm_id}:${user.id}`).digest('hex');
-    return `${realmUrl}/user_avatars/${user.realm_id}/${h}.png?version=${user.avatar_version}`;
+    return `${realmUrl}/user_avatars/${user.realm_id}/${uploadedAvatarHash(user)}.png?version=${user.avatar_version}`;
   }
   return `https://secure.gravatar.com/avatar/${gravatarHash(user.delivery_email)}?d=identicon&version=${user.avatar_version}`;
 }

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { extname } from 'node:path';
+import { JsonableError } from '../errors.js';
 
-/** Zulip's MAX_EMOJI_FILE_SIZE_MIB and MAX_AVATAR_FILE_SIZE_MIB defaults. */
+/** Zulip's MAX_EMOJI_FILE_SIZE_MIB default (register's max_avatar_file_size_mib lives with the settings). */
 export const MAX_EMOJI_FILE_SIZE_MIB = 5;
-export const MAX_AVATAR_FILE_SIZE_MIB = 5;
 
 /**
  * Keys of `stored_files`: uploaded files by their path_id, custom emoji and avatars by the
@@ -23,6 +23,9 @@ export function sniffImageType(data: Buffer): 'image/png' | 'image/gif' | 'image
   if (data.length >= 12 && data.subarray(0, 4).toString('latin1') === 'RIFF' && data.subarray(8, 12).toString('latin1') === 'WEBP') return 'image/webp';
   return null;
 }
+
+/** Zulip's BadImageError, for files that are not an image we accept. */
+export const badImage = (): JsonableError => new JsonableError('Invalid image format', 'BAD_IMAGE', 400);
 
 export const IMAGE_EXTENSIONS: Record<string, string> = { 'image/png': '.png', 'image/gif': '.gif', 'image/jpeg': '.jpeg', 'image/webp': '.webp' };
 

@@ -109,7 +109,7 @@ forEachDatabase('custom emoji', (server) => {
     err(await upload(hamlet.client, 'Bad!'), 400, 'BAD_REQUEST', 'Emoji names must contain only lowercase English letters, digits, spaces, dashes, and underscores.');
     err(await upload(hamlet.client, 'ends_'), 400, 'BAD_REQUEST', 'Emoji names must end with either a letter or digit.');
     err(await upload(hamlet.client, 'smile'), 400, 'BAD_REQUEST', 'Only administrators can override built-in emoji.');
-    err(await upload(hamlet.client, 'textfile', Buffer.from('hello')), 400, 'BAD_REQUEST', 'Invalid image format');
+    err(await upload(hamlet.client, 'textfile', Buffer.from('hello')), 400, 'BAD_IMAGE', 'Invalid image format');
     const big = Buffer.concat([PNG_1X1, Buffer.alloc(5 * 1024 * 1024)]);
     err(await upload(hamlet.client, 'huge', big), 400, 'BAD_REQUEST', 'Uploaded file is larger than the allowed limit of 5 MiB');
     err(await upload(guest.client, 'guestemoji'), 400, 'BAD_REQUEST', 'Not allowed for guest users');

@@ -7,6 +7,7 @@ import { registerPersonalRoutes } from './personal.js';
 import { registerMessageExtraRoutes } from './message_extras.js';
 import { registerLinkifierRoutes } from './linkifiers.js';
 import { registerBotStorageRoutes } from './bot_storage.js';
+import { registerAvatarRoutes } from './avatars.js';
 
 /**
  * What real clients call beyond the core areas: reactions, custom emoji, uploads and
@@ -20,4 +21,5 @@ export function registerFeatureRoutes(app: FastifyInstance, services: Services):
   registerMessageExtraRoutes(app, services);
   registerLinkifierRoutes(app, services);
   registerBotStorageRoutes(app, services);
+  registerAvatarRoutes(app, services);
 }
