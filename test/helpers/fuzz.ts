@@ -329,7 +329,7 @@ export const hostileValue: fc.Arbitrary<WireValue> = fc.oneof(
 const hostileSegment: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(
     'abc', '-1', '0', '1.5', '1e3', '99999999999999999999', '9007199254740993', '2147483648', '-9223372036854775809',
-    '%00', '%FF', '%C3%28', '%ED%A0%80', '%2F', '%25', 'me', 'null', '%20', '0x1', 'x'.repeat(900), '1'.repeat(900),
+    '%00', '%FF', '%C3%28', '%ED%A0%80', '%2F', '%25', 'me', 'null', '%20', '0x1', 'x'.repeat(900), '1'.repeat(900), '1'.repeat(1100),
     'a%2Fb%2F..', '%F0%9F%99%82', '..',
   ),
   fc.integer().map(String),
@@ -435,6 +435,67 @@ export function requestFor(route: RouteInfo, defs: RouteParams, callers: CallerN
     ),
     oversized: fc.oneof({ weight: 40, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
   });
+}
+
+/** Strings that databases and parsers handle differently: NUL, a lone surrogate, a long mixed string. */
+export const SWEEP_STRINGS = ['a\u0000b', '\ud800', `\u202e${'🙂ä'.repeat(600)}`];
+
+/** Replaces every string inside a valid-shaped value (pool references resolve to IDs and names). */
+function withStrings(v: unknown, str: string): { value: unknown; replaced: boolean } {
+  if (typeof v === 'string') return { value: str, replaced: true };
+  if (isPoolRef(v)) {
+    const stringPools: PoolName[] = ['emails', 'streamNames', 'topics', 'domains', 'fragments', 'queueIds'];
+    return stringPools.includes(v.$pool) ? { value: str, replaced: true } : { value: v, replaced: false };
+  }
+  if (Array.isArray(v)) {
+    const parts = v.map((x) => withStrings(x, str));
+    return { value: parts.map((p) => p.value), replaced: parts.some((p) => p.replaced) };
+  }
+  if (v && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    let replaced = false;
+    for (const [k, x] of Object.entries(v)) {
+      const p = withStrings(x, str);
+      out[k] = p.value;
+      replaced ||= p.replaced;
+    }
+    return { value: out, replaced };
+  }
+  return { value: v, replaced: false };
+}
+
+/**
+ * A deterministic pass over one route: the owner sends every required parameter valid-shaped
+ * and, in turn, each documented parameter with every string inside it replaced by each of
+ * `strings` (so NUL bytes reach narrow operands, draft fields, profile data ...).
+ */
+export function sweepRequests(route: RouteInfo, defs: RouteParams, seed: number, strings: string[]): FuzzRequest[] {
+  const sample = (d: ParamDef, i: number): unknown => fc.sample(fromSchema(d.schema, d.name), { seed: seed + i, numRuns: 1 })[0];
+  const base = defs.params.map((d, i) => ({ d, value: sample(d, i) }));
+  const out: FuzzRequest[] = [];
+  const isGet = route.method === 'GET' || route.method === 'HEAD';
+  for (const target of base) {
+    for (const str of strings) {
+      const { value, replaced } = withStrings(target.d.schema ? target.value : 'x', str);
+      if (!replaced) continue;
+      const params: [string, PoolRefValue][] = base
+        .filter((b) => b.d.required || b === target)
+        .map((b) => [b.d.name, { shaped: b === target ? value : b.value, json: b.d.json || typeof (b === target ? value : b.value) !== 'string' }]);
+      out.push({
+        method: route.method,
+        route: route.path,
+        prefix: route.prefixes[0]!,
+        caller: 'owner',
+        segments: segmentNames(route.path).map((name) => ({ $pool: segmentPool(name), i: 0 })),
+        params,
+        body: isGet ? 'query' : 'form',
+        auth: 'normal',
+        cookie: null,
+        oversized: false,
+      });
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -544,7 +605,8 @@ export function buildRequest(r: FuzzRequest, pools: Pools, creds: Credentials | 
   return { method: r.method, path: url, headers, body };
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+// A fresh connection per request: a connection the server closed after a 413 or 431 must not be reused.
+const agent = new http.Agent({ keepAlive: false });
 
 /** Sends raw bytes (so that invalid UTF-8 and bodies on GET reach the server). */
 export function sendRaw(baseUrl: string, b: Built, timeoutMs = 15_000, extraHeaders: Record<string, string> = {}): Promise<RawResponse> {
@@ -582,10 +644,14 @@ export function sendRaw(baseUrl: string, b: Built, timeoutMs = 15_000, extraHead
   });
 }
 
-/** The response invariants: no 5xx, and every non-2xx is Zulip's JSON error with string code and msg. */
-export function responseViolation(method: string, res: RawResponse): string | null {
+/**
+ * The response invariants: no 5xx, and on API routes (/api/v1, /json) every non-2xx is Zulip's
+ * JSON error with a string code and msg. Web pages (/join, OAuth callbacks) may answer HTML.
+ */
+export function responseViolation(method: string, res: RawResponse, api = true): string | null {
   if (res.status >= 500) return `HTTP ${res.status}: ${res.text.slice(0, 500)}`;
   if (res.status >= 200 && res.status < 300) return null;
+  if (!api && !/json/.test(String(res.headers['content-type']))) return null;
   if (res.status >= 300 && res.status < 400) return res.headers.location ? null : `redirect without Location (${res.status})`;
   if (method === 'HEAD') return null;
   const body = res.body as Record<string, unknown> | string;
@@ -606,10 +672,11 @@ export function describe(b: Built): string {
 // Database snapshots
 
 /**
- * Tables whose rows legitimately change without a successful request: none today. A failed
- * request must leave every table as it was (checked after each failed request).
+ * Tables whose rows legitimately change without a successful request: the migrator's, and
+ * installation secrets, created on first use by whichever request needs one. Every other
+ * table must be left as it was by a failed request.
  */
-const VOLATILE_TABLES = new Set<string>(['kysely_migration', 'kysely_migration_lock']);
+const VOLATILE_TABLES = new Set<string>(['kysely_migration', 'kysely_migration_lock', 'server_secrets']);
 
 export type Snapshot = Map<string, string[]>;
 
