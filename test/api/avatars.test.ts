@@ -4,7 +4,7 @@ import { forEachDatabase } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { assertConforms, assertEventConforms } from '../helpers/openapi.js';
 import { captureEvents, recipientIds } from '../helpers/bus.js';
-import { PNG_1X1, fetchRaw, postFiles } from '../helpers/uploads.js';
+import { PNG_1X1, basicAuth, fetchRaw, postFiles } from '../helpers/uploads.js';
 
 forEachDatabase('avatars', (server) => {
   test('POST /users/me/avatar stores the image, bumps the version and tells everyone; DELETE goes back to Gravatar', async () => {
@@ -57,5 +57,21 @@ forEachDatabase('avatars', (server) => {
     ok(await postFiles(admin.client, '/users/me/avatar', [{ name: 'a.png', data: PNG_1X1 }]));
     ok(await owner.client.patch('/realm', { avatar_changes_disabled: false }));
     assert.equal((await fetchRaw(`${s.url}/user_avatars/${s.realm.id}/nothing.png`)).status, 404);
+  });
+
+  test('GET /avatar/{id or email} redirects to the avatar, with the Basic header or ?api_key=', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    ok(await postFiles(othello.client, '/users/me/avatar', [{ field: 'file', name: 'me.png', data: PNG_1X1, type: 'image/png' }]));
+    const expected = ok(await hamlet.client.get(`/users/${othello.user.id}`)).user.avatar_url as string;
+    const byId = await fetchRaw(`${s.url}/avatar/${othello.user.id}?api_key=${hamlet.user.api_key}&s=50`);
+    assert.equal(byId.status, 302);
+    assert.equal(byId.headers.get('location'), `${expected}&s=50`);
+    const byEmail = await fetchRaw(`${s.url}/avatar/${othello.user.email}/medium`, basicAuth(hamlet.client));
+    assert.equal(byEmail.headers.get('location'), expected.replace('.png?', '-medium.png?'));
+    const unknown = await fetchRaw(`${s.url}/avatar/nobody@example.com`, basicAuth(hamlet.client));
+    assert.match(unknown.headers.get('location')!, /^https:\/\/secure\.gravatar\.com\/avatar\/[0-9a-f]{32}\?d=identicon&version=1$/);
+    assert.equal((await fetchRaw(`${s.url}/avatar/${othello.user.id}`)).status, 401);
+    assert.equal((await fetchRaw(`${s.url}/avatar/99999999999999999999`, basicAuth(hamlet.client))).status, 302);
   });
 });
