@@ -231,25 +231,6 @@ export const USER_SETTING_DEFAULTS: Readonly<StoredUserSettings> = Object.freeze
   web_left_sidebar_show_channel_folders: true,
 } satisfies StoredUserSettings);
 
-/**
- * Zulip's legacy groupings: clients without the user_settings_object capability get these
- * as top-level POST /register keys.
- */
-export const DISPLAY_SETTINGS_LEGACY: readonly UserSettingName[] = [
-  'color_scheme', 'default_language', 'web_home_view', 'demote_inactive_streams', 'emojiset',
-  'enable_drafts_synchronization', 'enter_sends', 'fluid_layout_width', 'high_contrast_mode',
-  'left_side_userlist', 'starred_message_counts', 'translate_emoticons', 'twenty_four_hour_time',
-];
-export const NOTIFICATION_SETTINGS_LEGACY: readonly UserSettingName[] = [
-  'desktop_icon_count_display', 'email_notifications_batching_period_seconds', 'enable_desktop_notifications',
-  'enable_digest_emails', 'enable_login_emails', 'enable_marketing_emails', 'enable_offline_email_notifications',
-  'enable_offline_push_notifications', 'enable_online_push_notifications', 'enable_sounds',
-  'enable_stream_audible_notifications', 'enable_stream_desktop_notifications', 'enable_stream_email_notifications',
-  'enable_stream_push_notifications', 'message_content_in_email_notifications', 'notification_sound',
-  'pm_content_in_desktop_notifications', 'presence_enabled', 'realm_name_in_email_notifications_policy',
-  'wildcard_mentions_notify',
-];
-
 /** Settings a realm's user-settings defaults cannot set (security-related, per Zulip). */
 export const NOT_REALM_DEFAULTABLE: readonly UserSettingName[] = ['enable_login_emails', 'enable_marketing_emails', 'allow_private_data_export'];
 

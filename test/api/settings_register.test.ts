@@ -100,18 +100,21 @@ forEachDatabase('POST /register settings state', (server) => {
     assert.deepEqual(later.realm_can_add_subscribers_group, { direct_members: [], direct_subgroups: [groups['role:administrators']] });
   });
 
-  test('clients without user_settings_object get the legacy top-level copies', async () => {
+  test('the complete register response conforms to zulip.yaml: no legacy top-level setting copies (gone since feature level 439)', async () => {
     const s = server();
-    const body = ok(await s.cast.hamlet.client.post('/register', {
-      fetch_event_types: ['update_display_settings', 'update_global_notifications', 'user_settings'],
-    }));
-    assert.equal(body.twenty_four_hour_time, false);
-    assert.equal(body.pm_content_in_desktop_notifications, true);
-    assert.equal(body.emojiset, 'google');
-    assert.equal(typeof body.timezone, 'string');
-    assert.ok(Array.isArray(body.available_notification_sounds));
-    assert.equal(body.user_settings.send_private_typing_notifications, true);
-    // Without linkifier_url_template, Zulip sends no linkifiers.
+    const res = await s.cast.hamlet.client.post('/register', {});
+    const body = ok(res);
+    for (const k of ['twenty_four_hour_time', 'pm_content_in_desktop_notifications', 'emojiset', 'available_notification_sounds']) assert.equal(body[k], undefined, k);
+    assert.equal(body.user_settings.twenty_four_hour_time, false);
+    assert.equal(body.user_settings.pm_content_in_desktop_notifications, true);
+    // has_vidcall_token is our spec's name for has_webex_token, which zulip.yaml cannot know.
+    assert.equal(body.has_vidcall_token, body.has_webex_token);
+    delete body.has_vidcall_token;
+    assertConforms(res, 'POST', '/register');
+  });
+
+  test('without linkifier_url_template, Zulip sends no linkifiers', async () => {
+    const s = server();
     const legacy = ok(await s.cast.hamlet.client.post('/register', { fetch_event_types: ['realm_linkifiers', 'realm_filters'] }));
     assert.deepEqual(legacy.realm_linkifiers, []);
     assert.deepEqual(legacy.realm_filters, []);

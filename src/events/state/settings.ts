@@ -1,8 +1,6 @@
 import { fetchSystemGroups } from '../../db/repos/user_groups.js';
 import { fetchInactiveUserIds, fetchLinkifiers } from '../../db/repos/settings.js';
 import {
-  formatLegacyDisplaySettings,
-  formatLegacyNotificationSettings,
   formatRealmState,
   formatRealmUserSettingsDefaults,
   formatUserSettings,
@@ -13,14 +11,13 @@ import type { StateFetcher } from './types.js';
 
 /**
  * POST /register keys for: realm (realm_* settings and the server-level server_* and max_* parameters),
- * user_settings (plus the legacy top-level copies asked for by update_display_settings /
- * update_global_notifications from clients without user_settings_object),
+ * user_settings (Zulip no longer sends the legacy top-level copies of user settings since
+ * feature level 439, and zulip.yaml's register schema no longer has them),
  * realm_user_settings_defaults, realm_linkifiers, realm_filters and realm_billing.
  */
 export const fetchSettingsState: StateFetcher = async ({ services, realm, user, options, want }) => {
   const db = services.db.kysely;
   const state: Record<string, unknown> = {};
-  const userSettingsObject = options.clientCapabilities.user_settings_object === true;
 
   if (want('realm')) {
     const settings = realmSettings(realm);
@@ -53,8 +50,6 @@ export const fetchSettingsState: StateFetcher = async ({ services, realm, user, 
     state.realm_filters = [];
   }
   if (want('realm_billing')) state.realm_billing = { has_pending_sponsorship_request: false };
-  if (want('update_display_settings') && !userSettingsObject) Object.assign(state, formatLegacyDisplaySettings(user));
-  if (want('update_global_notifications') && !userSettingsObject) Object.assign(state, formatLegacyNotificationSettings(user));
   if (want('user_settings')) state.user_settings = formatUserSettings(user);
   return state;
 };

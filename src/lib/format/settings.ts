@@ -15,9 +15,7 @@ import {
 } from '../realm_settings.js';
 import {
   AVAILABLE_NOTIFICATION_SOUNDS,
-  DISPLAY_SETTINGS_LEGACY,
   EMOJISET_CHOICES,
-  NOTIFICATION_SETTINGS_LEGACY,
   USER_SETTING_NAMES,
   userSettings,
   type StoredUserSettings,
@@ -236,24 +234,6 @@ export function formatUserSettings(user: Pick<User, 'settings' | 'timezone'>): R
     emojiset_choices: EMOJISET_CHOICES,
     available_notification_sounds: AVAILABLE_NOTIFICATION_SOUNDS,
   };
-}
-
-/** Top-level legacy copies for clients without the user_settings_object capability. */
-export function formatLegacyDisplaySettings(user: Pick<User, 'settings' | 'timezone'>): Record<string, unknown> {
-  const s = userSettings(user);
-  const out: Record<string, unknown> = {};
-  for (const k of DISPLAY_SETTINGS_LEGACY) out[k] = s[k];
-  out.emojiset_choices = EMOJISET_CHOICES;
-  out.timezone = s.timezone;
-  return out;
-}
-
-export function formatLegacyNotificationSettings(user: Pick<User, 'settings' | 'timezone'>): Record<string, unknown> {
-  const s = userSettings(user);
-  const out: Record<string, unknown> = {};
-  for (const k of NOTIFICATION_SETTINGS_LEGACY) out[k] = s[k];
-  out.available_notification_sounds = AVAILABLE_NOTIFICATION_SOUNDS;
-  return out;
 }
 
 /** POST /register's `realm_user_settings_defaults` object. */
