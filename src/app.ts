@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/index.js';
+import { RedisCacheRemote } from './db/cache_remote.js';
 import { EventBus } from './events/bus.js';
 import { createQueueManager } from './events/backends/index.js';
 import { trackUnusedConnections } from './events/connections.js';
@@ -24,6 +25,23 @@ export interface BuildOptions {
   announce?: (line: string) => void;
 }
 
+/**
+ * Other processes' commits must reach this process's read cache. Scaled out, through Redis,
+ * checked at the start of every request so that a change answered by one process applies to
+ * the next request on any other. Otherwise the database reports them itself (SQLite's
+ * data_version, PostgreSQL notifications: db/index.ts).
+ */
+async function connectReadCache(fastify: FastifyInstance, config: Config, db: Database): Promise<void> {
+  if (!config.redisUrl || db.cache.remote instanceof RedisCacheRemote) return;
+  await db.cache.remote?.close();
+  const remote = new RedisCacheRemote(config.redisUrl, config.events.redisPrefix, db.cache);
+  db.cache.remote = remote;
+  await remote.sync();
+  fastify.addHook('onRequest', async () => {
+    await remote.sync();
+  });
+}
+
 /** Builds the whole server without listening; server.ts and the tests call it. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
   const fastify = Fastify({
@@ -45,6 +63,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   const db = options.db ?? openDatabase(config.databaseUrl);
   await migrate(db);
+  await connectReadCache(fastify, config, db);
   const events = new EventBus();
   const queues = createQueueManager(config, events, fastify.log);
   await queues.start();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { now, transaction, type Tx } from '../db/index.js';
+import { now, transaction, type Database, type Tx } from '../db/index.js';
 import type { Message, Realm, Stream, User } from '../db/tables.js';
 import {
   deleteMessagesByIds,
@@ -25,7 +25,6 @@ import {
   fetchChannelRecipients,
   fetchGroupsByNames,
   fetchMutingUserIds,
-  fetchRealmAlertWords,
   fetchStreamsByNamesForMentions,
   fetchTopicParticipants,
   fetchUserSettingsRows,
@@ -49,7 +48,7 @@ import {
   updateUserMessageFlag,
   type UserMessageRow,
 } from '../db/repos/user_messages.js';
-import { fetchUserTopic, fetchUserTopicsForTopic } from '../db/repos/user_topics.js';
+import { fetchUserTopicsForTopic } from '../db/repos/user_topics.js';
 import { JsonableError, badRequest } from '../errors.js';
 import type { EventRecipient, MessageEventExtra, ZulipEvent } from '../events/bus.js';
 import { accessMessage, accessMessages } from '../lib/access/messages.js';
@@ -104,7 +103,14 @@ import { RESOLVED_TOPIC_PREFIX } from '../lib/narrow/terms.js';
 import { isAdmin, isGuest, isModerator } from '../lib/roles.js';
 import { fetchStreamById } from '../db/repos/streams.js';
 import { fetchLinkifiers } from '../db/repos/settings.js';
-import { fetchActiveRealmEmoji } from '../db/repos/realm_emoji.js';
+import {
+  fetchActiveRealmEmojiCached,
+  fetchChannelRecipientsCached,
+  fetchLinkifiersCached,
+  fetchMutingUserIdsCached,
+  fetchRealmAlertWordsCached,
+  fetchUserTopicCached,
+} from '../db/cached.js';
 import { realmEmojiSourceUrl } from '../lib/format/realm_emoji.js';
 import { MAX_MESSAGE_LENGTH, MAX_STREAM_NAME_LENGTH } from '../version.js';
 import type { Services } from '../services.js';
@@ -223,11 +229,11 @@ export async function renderContent(services: Services, realm: Realm, sender: Us
     fetchActiveUsersByIds(db, realm.id, c.userIds),
     fetchGroupsByNames(db, realm.id, c.groupNames),
     fetchStreamsByNamesForMentions(db, realm.id, c.channelNames, sender.id),
-    fetchLinkifiers(db, realm.id),
-    fetchRealmAlertWords(db, realm.id),
+    fetchLinkifiersCached(db, realm.id),
+    fetchRealmAlertWordsCached(db, realm.id),
     loadUserAccess(db, realm, sender),
     // Custom emoji syntax needs a colon.
-    content.includes(':') ? fetchActiveRealmEmoji(db, realm.id) : Promise.resolve([]),
+    content.includes(':') ? fetchActiveRealmEmojiCached(db, realm.id) : Promise.resolve([]),
   ]);
   const users = new Map([...byName, ...byId].filter((u) => access.canAccess(u)).map((u) => [u.id, { id: u.id, fullName: u.full_name, isActive: true }]));
   const caller = new ChannelCaller(db, realm, sender);
@@ -335,7 +341,7 @@ async function automaticVisibilityPolicy(db: Tx, caller: ChannelCaller, target: 
   const unmute = settings.automatically_unmute_topics_in_muted_streams_policy;
   if (follow === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_NEVER && unmute === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_NEVER) return null;
   const key = topicKey(target.topic);
-  const current = (await fetchUserTopic(db, sender.id, target.stream.id, key))?.visibility_policy ?? VISIBILITY_INHERIT;
+  const current = (await fetchUserTopicCached(db, sender.id, target.stream.id, key))?.visibility_policy ?? VISIBILITY_INHERIT;
   if (current === VISIBILITY_FOLLOWED) return null;
   let policy = policyForSend(follow, unmute, target.senderMutedStream);
   if (policy === VISIBILITY_FOLLOWED) return policy;
@@ -501,7 +507,7 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
     if (policy === 'empty_topic_only' && topic !== '') {
       throw new JsonableError(`Only the ${settings.empty_topic_display_name} topic is allowed in this channel.`, 'TOPICS_NOT_ALLOWED', 400);
     }
-    const subs = await fetchChannelRecipients(db, stream.id);
+    const subs = await fetchChannelRecipientsCached(db, stream.id);
     subscriberCount = subs.length;
     let senderMuted: boolean | null = subscribed ? false : null;
     for (const s of subs) {
@@ -541,7 +547,7 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
     rendered,
     target.kind === 'stream' ? { streamId: target.stream.id, topic: target.topic, subscriberCount } : null,
   );
-  const mutingUsers = await fetchMutingUserIds(db, sender.id);
+  const mutingUsers = await fetchMutingUserIdsCached(db, sender.id);
   const readBySender = input.readBySender ?? defaultReadBySender(input.client);
   const base =
     (rendered.streamWildcard ? FLAG_BITS.stream_wildcard_mentioned : 0) | (target.kind === 'private' ? FLAG_BITS.is_private : 0);
@@ -617,62 +623,129 @@ function eventMessageDict(services: Services, p: PreparedMessage, row: Message):
 }
 
 /**
- * Writes a checked message in one transaction (the message, one bulk insert of every
- * recipient's user_messages row, the channel's first_message_id when unset, automatic topic
- * follows) and, after commit, sends the `message` event to every recipient with their flags
+ * Writes a checked message inside `tx`: the message, one bulk insert of every recipient's
+ * user_messages row, the channel's first_message_id when unset, automatic topic follows; and
+ * queues, for after the commit, the `message` event to every recipient with their flags
  * (sender first) and the `user_topic` events.
  */
-export async function doSendMessage(services: Services, p: PreparedMessage): Promise<SentMessage> {
+async function writeMessage(services: Services, tx: Tx, afterCommit: (cb: () => void) => void, p: PreparedMessage): Promise<SentMessage> {
   const t = p.target;
   const dateSent = now();
-  const { message, changedPolicy } = await transaction(services.db, async (tx, afterCommit) => {
-    const attachments = await claimableMessageAttachments(tx, p.realm, p.sender, p.rendered.attachmentPathIds);
-    const message = await insertMessage(tx, {
-      realm_id: p.realm.id,
-      sender_id: p.sender.id,
-      type: t.kind,
-      stream_id: t.kind === 'stream' ? t.stream.id : null,
-      topic: t.kind === 'stream' ? t.topic : '',
-      topic_lc: t.kind === 'stream' ? topicKey(t.topic) : '',
-      dm_key: t.kind === 'private' ? t.dmKey : null,
-      content: p.content,
-      rendered_content: p.rendered.html,
-      date_sent: dateSent,
-      sending_client: p.client,
-      has_link: p.rendered.hasLink ? 1 : 0,
-      has_image: p.rendered.hasImage ? 1 : 0,
-      has_attachment: attachments.length > 0 ? 1 : 0,
-    });
-    await setMessageAttachments(services, tx, afterCommit, p.realm, message.id, attachments);
-    const rows: UserMessageRow[] = [...p.flags].map(([user_id, flags]) => ({ user_id, message_id: message.id, flags }));
-    await bulkInsertUserMessages(tx, rows);
-    let changedPolicy = false;
-    if (t.kind === 'stream') {
-      if (t.stream.first_message_id === null) await setStreamFirstMessageIdIfNull(tx, t.stream.id, message.id);
-      const target = { realmId: p.realm.id, streamId: t.stream.id, topic: t.topic };
-      if (p.automaticPolicy !== null) {
-        changedPolicy = (await setUserTopicPolicies(services, tx, afterCommit, target, [p.sender.id], p.automaticPolicy, dateSent)).length > 0;
-      }
-      if (p.followOnMention.length) await setUserTopicPolicies(services, tx, afterCommit, target, p.followOnMention, VISIBILITY_FOLLOWED, dateSent);
-    }
-    const dict = eventMessageDict(services, p, message);
-    const recipients: EventRecipient[] = [];
-    if (p.flags.has(p.sender.id)) recipients.push({ id: p.sender.id, flags: flagsList(p.flags.get(p.sender.id)!) });
-    for (const [id, f] of p.flags) if (id !== p.sender.id) recipients.push({ id, flags: flagsList(f) });
-    const extra: MessageEventExtra = {
-      rawContent: p.content,
-      senderAvatarIsGravatar: p.sender.avatar_source === AVATAR_FROM_GRAVATAR,
-      senderEmailVisibleTo: (userId) => canAccessDeliveryEmail({ id: userId, role: p.roles.get(userId) ?? 400 }, p.sender),
-      ...(p.queueId !== undefined ? { senderQueueId: p.queueId } : {}),
-      ...(p.localId !== undefined ? { localId: p.localId } : {}),
-      ...(t.kind === 'stream' && !t.stream.invite_only ? { publicStream: true } : {}),
-    };
-    afterCommit(() => services.events.send(p.realm.id, { type: 'message', message: dict }, recipients, extra));
-    return { message, changedPolicy };
+  const attachments = await claimableMessageAttachments(tx, p.realm, p.sender, p.rendered.attachmentPathIds);
+  const message = await insertMessage(tx, {
+    realm_id: p.realm.id,
+    sender_id: p.sender.id,
+    type: t.kind,
+    stream_id: t.kind === 'stream' ? t.stream.id : null,
+    topic: t.kind === 'stream' ? t.topic : '',
+    topic_lc: t.kind === 'stream' ? topicKey(t.topic) : '',
+    dm_key: t.kind === 'private' ? t.dmKey : null,
+    content: p.content,
+    rendered_content: p.rendered.html,
+    date_sent: dateSent,
+    sending_client: p.client,
+    has_link: p.rendered.hasLink ? 1 : 0,
+    has_image: p.rendered.hasImage ? 1 : 0,
+    has_attachment: attachments.length > 0 ? 1 : 0,
   });
+  await setMessageAttachments(services, tx, afterCommit, p.realm, message.id, attachments);
+  const rows: UserMessageRow[] = [...p.flags].map(([user_id, flags]) => ({ user_id, message_id: message.id, flags }));
+  await bulkInsertUserMessages(tx, rows);
+  let changedPolicy = false;
+  if (t.kind === 'stream') {
+    if (t.stream.first_message_id === null) await setStreamFirstMessageIdIfNull(tx, t.stream.id, message.id);
+    const target = { realmId: p.realm.id, streamId: t.stream.id, topic: t.topic };
+    if (p.automaticPolicy !== null) {
+      changedPolicy = (await setUserTopicPolicies(services, tx, afterCommit, target, [p.sender.id], p.automaticPolicy, dateSent)).length > 0;
+    }
+    if (p.followOnMention.length) await setUserTopicPolicies(services, tx, afterCommit, target, p.followOnMention, VISIBILITY_FOLLOWED, dateSent);
+  }
+  const dict = eventMessageDict(services, p, message);
+  const recipients: EventRecipient[] = [];
+  if (p.flags.has(p.sender.id)) recipients.push({ id: p.sender.id, flags: flagsList(p.flags.get(p.sender.id)!) });
+  for (const [id, f] of p.flags) if (id !== p.sender.id) recipients.push({ id, flags: flagsList(f) });
+  const extra: MessageEventExtra = {
+    rawContent: p.content,
+    senderAvatarIsGravatar: p.sender.avatar_source === AVATAR_FROM_GRAVATAR,
+    senderEmailVisibleTo: (userId) => canAccessDeliveryEmail({ id: userId, role: p.roles.get(userId) ?? 400 }, p.sender),
+    ...(p.queueId !== undefined ? { senderQueueId: p.queueId } : {}),
+    ...(p.localId !== undefined ? { localId: p.localId } : {}),
+    ...(t.kind === 'stream' && !t.stream.invite_only ? { publicStream: true } : {}),
+  };
+  afterCommit(() => services.events.send(p.realm.id, { type: 'message', message: dict }, recipients, extra));
   const out: SentMessage = { id: message.id, message };
   if (changedPolicy && p.automaticPolicy !== null) out.automaticNewVisibilityPolicy = p.automaticPolicy;
   return out;
+}
+
+/** At most this many messages share one transaction. */
+const MAX_SEND_BATCH = 200;
+
+interface PendingSend {
+  p: PreparedMessage;
+  resolve: (sent: SentMessage) => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * Group commit: messages sent while a send transaction is running wait for it, then are
+ * written together in the next transaction, so a burst of N sends costs one commit instead
+ * of N (a commit is most of a send's database time). A lone message starts at once, with no
+ * added wait. Events follow each commit in message order.
+ */
+class SendQueue {
+  private readonly pending: PendingSend[] = [];
+  private writing = false;
+
+  constructor(private readonly services: Services) {}
+
+  send(p: PreparedMessage): Promise<SentMessage> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ p, resolve, reject });
+      if (!this.writing) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.pending.length > 0) await this.write(this.pending.splice(0, MAX_SEND_BATCH));
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  private async write(batch: PendingSend[]): Promise<void> {
+    let sent: SentMessage[];
+    try {
+      sent = await transaction(this.services.db, async (tx, afterCommit) => {
+        const out: SentMessage[] = [];
+        for (const s of batch) out.push(await writeMessage(this.services, tx, afterCommit, s.p));
+        return out;
+      });
+    } catch (e) {
+      if (batch.length === 1) {
+        batch[0]!.reject(e);
+        return;
+      }
+      // One message failing must not fail the others it was batched with.
+      for (const s of batch) await this.write([s]);
+      return;
+    }
+    batch.forEach((s, i) => s.resolve(sent[i]!));
+  }
+}
+
+const sendQueues = new WeakMap<Database, SendQueue>();
+
+/** Writes a message checked by checkSendMessage (see writeMessage), in a group commit with concurrent sends. */
+export function doSendMessage(services: Services, p: PreparedMessage): Promise<SentMessage> {
+  let queue = sendQueues.get(services.db);
+  if (!queue) {
+    queue = new SendQueue(services);
+    sendQueues.set(services.db, queue);
+  }
+  return queue.send(p);
 }
 
 /** The sender's view of where the message went: Zulip's message_url / message_link (feature level 508). */

@@ -5,6 +5,8 @@ import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type Transaction } from 'kysely';
 import type { DB } from './tables.js';
 import { migrations } from './migrations/index.js';
+import { ObservedDialect, ReadCache, attachCache } from './cache.js';
+import { PostgresCacheRemote } from './cache_remote.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 export type Tx = Transaction<DB> | Kysely<DB>;
@@ -12,6 +14,8 @@ export type Tx = Transaction<DB> | Kysely<DB>;
 export interface Database {
   kysely: Kysely<DB>;
   dialect: Dialect;
+  /** Cached reads of hot rows, invalidated by every committed write (db/cache.ts, db/cached.ts). */
+  cache: ReadCache;
   close(): Promise<void>;
 }
 
@@ -33,14 +37,66 @@ export function openDatabase(url: string): Database {
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
-    const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
-    return { kysely, dialect, close: () => kysely.destroy() };
+    const cache = new ReadCache();
+    // Another process (the CLI, a second server) committed: nothing cached can be trusted.
+    const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
+    let seen = dataVersion.get();
+    cache.checkExternal = () => {
+      const v = dataVersion.get();
+      if (v !== seen) {
+        seen = v;
+        cache.invalidateAll();
+      }
+    };
+    const database = { close: () => sqlite.close(), prepare: statementCache(sqlite) };
+    const kysely = new Kysely<DB>({ dialect: new ObservedDialect(new SqliteDialect({ database }), cache) });
+    attachCache(kysely, cache);
+    return {
+      kysely,
+      dialect,
+      cache,
+      close: async () => {
+        await cache.close();
+        await kysely.destroy();
+      },
+    };
   }
   const pool = new pg.Pool({ connectionString: target, max: 10 });
   // An idle client's error (e.g. the server restarting) must not crash the process.
   pool.on('error', () => undefined);
-  const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return { kysely, dialect, close: () => kysely.destroy() };
+  const cache = new ReadCache();
+  // Other processes' commits arrive as notifications (app.ts swaps in Redis when configured).
+  const remote = new PostgresCacheRemote(target, cache);
+  cache.remote = remote;
+  void remote.start().catch(() => undefined);
+  const kysely = new Kysely<DB>({ dialect: new ObservedDialect(new PostgresDialect({ pool }), cache) });
+  attachCache(kysely, cache);
+  return {
+    kysely,
+    dialect,
+    cache,
+    close: async () => {
+      await cache.close();
+      await kysely.destroy();
+    },
+  };
+}
+
+/**
+ * better-sqlite3's prepare() compiles the SQL every time, and Kysely calls it for every
+ * query: reuse compiled statements (Kysely emits the same text for the same query shape).
+ */
+function statementCache(sqlite: SQLite.Database, max = 2000): (sql: string) => SQLite.Statement {
+  const statements = new Map<string, SQLite.Statement>();
+  return (sql) => {
+    let stmt = statements.get(sql);
+    if (!stmt) {
+      stmt = sqlite.prepare(sql);
+      if (statements.size >= max) statements.delete(statements.keys().next().value as string);
+      statements.set(sql, stmt);
+    }
+    return stmt;
+  };
 }
 
 /** Applies every pending migration; safe to run at each start and from several processes. */

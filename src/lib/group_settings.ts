@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { JsonableError, badRequest } from '../errors.js';
 import type { Tx } from '../db/index.js';
-import { fetchGroupRows, fetchGroupRowsForUser, type GroupRows } from '../db/repos/user_groups.js';
+import { fetchGroupRows, type GroupRows } from '../db/repos/user_groups.js';
+import { fetchGroupRowsForUserCached } from '../db/cached.js';
 
 /**
  * A group-setting value: the ID of a user group, or an anonymous group given by its direct
@@ -125,7 +126,7 @@ export async function loadGroupMembership(db: Tx, realmId: number): Promise<Grou
  * would, with one query whatever the realm's size. For per-request permission checks.
  */
 export async function loadUserGroupMembership(db: Tx, user: { id: number; is_active: number }): Promise<GroupMembership> {
-  return new GroupMembership(await fetchGroupRowsForUser(db, user));
+  return new GroupMembership(await fetchGroupRowsForUserCached(db, user));
 }
 
 /** The one entry point for permission checks against a group-setting value. */

@@ -2,9 +2,16 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { JsonableError, unauthorized } from '../errors.js';
 import type { Realm, User } from '../db/tables.js';
-import { fetchRealmByStringId } from '../db/repos/realms.js';
-import { fetchUserByEmail } from '../db/repos/users.js';
+import { fetchRealmByStringIdCached, fetchUserByEmailCached } from '../db/cached.js';
 import type { Services } from '../services.js';
+
+let parsedExternalUrl = { url: '', hostname: '' };
+
+/** The lowercase host name of EXTERNAL_URL, parsed once rather than per request. */
+function externalHostname(externalUrl: string): string {
+  if (parsedExternalUrl.url !== externalUrl) parsedExternalUrl = { url: externalUrl, hostname: new URL(externalUrl).hostname.toLowerCase() };
+  return parsedExternalUrl.hostname;
+}
 
 /**
  * Which organization a request is for, chosen by host name as Zulip does with subdomains:
@@ -13,13 +20,13 @@ import type { Services } from '../services.js';
  */
 export async function resolveRealm(services: Services, hostHeader: string | undefined): Promise<Realm | null> {
   const host = (hostHeader ?? '').toLowerCase().replace(/:\d+$/, '');
-  const base = new URL(services.config.externalUrl).hostname.toLowerCase();
+  const base = externalHostname(services.config.externalUrl);
   let stringId = '';
   if (host.endsWith(`.${base}`)) {
     const sub = host.slice(0, -(base.length + 1));
     if (sub && !sub.includes('.')) stringId = sub;
   }
-  const realm = await fetchRealmByStringId(services.db.kysely, stringId);
+  const realm = await fetchRealmByStringIdCached(services.db.kysely, stringId);
   if (realm) return realm;
   if (stringId !== '') return null;
   return null;
@@ -57,7 +64,7 @@ export function checkCanAuthenticate(realm: Realm, user: User): void {
 export async function authenticateApiKey(services: Services, realm: Realm, req: FastifyRequest): Promise<User> {
   const { username, password } = parseBasicAuth(req.headers.authorization);
   if (!/^[A-Za-z0-9]{32}$/.test(password)) throw new JsonableError('Malformed API key', 'INVALID_API_KEY', 401);
-  const user = await fetchUserByEmail(services.db.kysely, realm.id, username);
+  const user = await fetchUserByEmailCached(services.db.kysely, realm.id, username);
   if (!user || !safeEqual(user.api_key, password)) throw new JsonableError('Invalid API key', 'INVALID_API_KEY', 401);
   checkCanAuthenticate(realm, user);
   return user;

@@ -1,6 +1,7 @@
 import type { Tx } from '../../db/index.js';
 import type { Realm, Stream, User } from '../../db/tables.js';
-import { fetchStreamWithSubscription, type StreamWithSubscription } from '../../db/repos/streams.js';
+import type { StreamWithSubscription } from '../../db/repos/streams.js';
+import { fetchStreamWithSubscriptionCached } from '../../db/cached.js';
 import { fetchSubscriptionRow } from '../../db/repos/subscriptions.js';
 import { fetchUserById } from '../../db/repos/users.js';
 import { JsonableError, badRequest, streamDoesNotExist } from '../../errors.js';
@@ -200,7 +201,7 @@ export async function accessStreamById(
   streamId: number,
   opts: StreamAccessOptions = {},
 ): Promise<StreamWithSubscription> {
-  const found = await fetchStreamWithSubscription(caller.db, caller.realm.id, { id: streamId }, caller.user.id);
+  const found = await fetchStreamWithSubscriptionCached(caller.db, caller.realm.id, { id: streamId }, caller.user.id);
   return checkAccess(caller, found, () => badRequest('Invalid channel ID'), opts);
 }
 
@@ -210,7 +211,7 @@ export async function accessStreamByName(
   name: string,
   opts: StreamAccessOptions = {},
 ): Promise<StreamWithSubscription> {
-  const found = await fetchStreamWithSubscription(caller.db, caller.realm.id, { name }, caller.user.id);
+  const found = await fetchStreamWithSubscriptionCached(caller.db, caller.realm.id, { name }, caller.user.id);
   return checkAccess(caller, found, () => badRequest(`Invalid channel name '${name}'`), opts);
 }
 
@@ -224,7 +225,7 @@ export const cannotAdministerChannel = (): JsonableError =>
  * "Invalid channel ID".
  */
 export async function accessStreamForAdministration(caller: ChannelCaller, streamId: number): Promise<StreamWithSubscription> {
-  const found = await fetchStreamWithSubscription(caller.db, caller.realm.id, { id: streamId }, caller.user.id);
+  const found = await fetchStreamWithSubscriptionCached(caller.db, caller.realm.id, { id: streamId }, caller.user.id);
   if (!found) throw badRequest('Invalid channel ID');
   if (await caller.canAdminister(found.stream)) return found;
   if (await caller.contentAccess(found.stream, found.subscribed)) throw cannotAdministerChannel();
@@ -279,7 +280,7 @@ export async function accessStreamForNarrow(
   operand: number | string,
 ): Promise<(StreamWithSubscription & { historyAccess: boolean }) | undefined> {
   const key = typeof operand === 'number' ? { id: operand } : { name: operand };
-  const found = await fetchStreamWithSubscription(caller.db, caller.realm.id, key, caller.user.id);
+  const found = await fetchStreamWithSubscriptionCached(caller.db, caller.realm.id, key, caller.user.id);
   if (!found) return undefined;
   return { ...found, historyAccess: await canAccessStreamHistory(caller, found) };
 }
@@ -338,7 +339,7 @@ export async function accessStreamForSend(caller: ChannelCaller, key: { id: numb
     'id' in key
       ? new JsonableError(`Channel with ID '${key.id}' does not exist`, 'STREAM_DOES_NOT_EXIST', 400, { stream_id: key.id })
       : streamDoesNotExist(key.name);
-  const found = await fetchStreamWithSubscription(caller.db, caller.realm.id, key, caller.user.id);
+  const found = await fetchStreamWithSubscriptionCached(caller.db, caller.realm.id, key, caller.user.id);
   if (!found) throw missing();
   const mayPost = await senderMayPost(caller, found);
   if (!mayPost && !(await caller.metadataAccess(found.stream, found.subscribed))) throw missing();

@@ -1,0 +1,138 @@
+/**
+ * Where a request's time goes in SQL: builds the bench data (quick sizes) in a temporary
+ * SQLite database, runs one kind of request in-process many times, and prints every
+ * statement with its count per request and time.
+ *
+ *   node --import tsx bench/trace.ts send|history|search|register|events [count]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { loadConfig } from '../src/config.js';
+import { buildApp } from '../src/app.js';
+import { serverEnv } from './lib/server.js';
+import { seed } from './lib/seed.js';
+import type { InjectOptions } from 'fastify';
+
+const kind = process.argv[2] ?? 'send';
+const count = Number(process.argv[3] ?? 200);
+
+const stats = new Map<string, { n: number; ms: number }>();
+let tracing = false;
+// Times every statement better-sqlite3 runs, keyed by its SQL.
+const proto = SQLite.prototype as unknown as { prepare(sql: string): SQLite.Statement };
+const prepare = proto.prepare;
+proto.prepare = function (this: unknown, sqlText: string) {
+  const t0 = performance.now();
+  const stmt = prepare.call(this, sqlText);
+  const prepMs = performance.now() - t0;
+  if (tracing) add('(prepare) ' + sqlText, prepMs);
+  for (const m of ['all', 'run', 'get', 'iterate'] as const) {
+    const orig = (stmt as unknown as Record<string, (...a: unknown[]) => unknown>)[m]!.bind(stmt);
+    (stmt as unknown as Record<string, unknown>)[m] = (...a: unknown[]) => {
+      const s = performance.now();
+      const r = orig(...a);
+      if (tracing) add(sqlText, performance.now() - s);
+      return r;
+    };
+  }
+  return stmt;
+};
+function add(key: string, ms: number): void {
+  const k = key.replace(/\s+/g, ' ').slice(0, 260);
+  const e = stats.get(k) ?? { n: 0, ms: 0 };
+  e.n++;
+  e.ms += ms;
+  stats.set(k, e);
+}
+
+const work = mkdtempSync(join(tmpdir(), 'parley-trace-'));
+const env = serverEnv(
+  {
+    databaseUrl: `sqlite:${join(work, 'db.sqlite3')}`,
+    redisUrl: null,
+    redisPrefix: 'trace:',
+    dataDir: join(work, 'data'),
+    ownerEmail: 'owner@bench.example.com',
+    ownerPassword: 'trace-password-123',
+  },
+  9991,
+  0,
+);
+const first = await buildApp(loadConfig({}, env), { announce: () => undefined });
+await first.close();
+const data = await seed(
+  env,
+  {
+    fanoutUsers: 400,
+    sendSubscribers: 50,
+    historyMessages: 100_000,
+    historyChannels: 10,
+    historyTopics: 1000,
+    historySenders: 5,
+    registerUsers: 1000,
+    registerChannels: 200,
+    registerMessages: 2000,
+  },
+  () => undefined,
+);
+const app = await buildApp(loadConfig({}, env), { announce: () => undefined });
+
+function request(i: number): InjectOptions {
+  switch (kind) {
+    case 'send':
+      return {
+        method: 'POST',
+        url: '/api/v1/messages',
+        headers: { host: data.host, authorization: data.users[i % 50]!.auth, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `type=stream&to=${encodeURIComponent(data.sendStream)}&topic=t${i % 5}&content=sm${i}x`,
+      };
+    case 'history':
+    case 'search': {
+      const narrow =
+        kind === 'search'
+          ? [{ operator: 'search', operand: data.searchWord }]
+          : [
+              { operator: 'channel', operand: data.historyChannels[i % data.historyChannels.length]!.id },
+              { operator: 'topic', operand: data.topicName(i % data.historyChannels.length, i % data.topicsPerChannel) },
+            ];
+      return {
+        method: 'GET',
+        url: `/api/v1/messages?anchor=newest&num_before=100&num_after=0&narrow=${encodeURIComponent(JSON.stringify(narrow))}`,
+        headers: { host: data.host, authorization: data.reader.auth },
+      };
+    }
+    case 'register':
+      return {
+        method: 'POST',
+        url: '/api/v1/register',
+        headers: { host: data.registerHost, authorization: data.register.auth, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'apply_markdown=true&client_gravatar=true&include_subscribers=true',
+      };
+    default:
+      throw new Error(`unknown kind ${kind}`);
+  }
+}
+
+for (let i = 0; i < 20; i++) await app.fastify.inject(request(i));
+tracing = true;
+const t0 = performance.now();
+const cpu0 = process.cpuUsage();
+for (let i = 0; i < count; i++) {
+  const r = await app.fastify.inject(request(i));
+  if (r.statusCode !== 200) throw new Error(`${r.statusCode} ${r.body.slice(0, 300)}`);
+}
+const wall = performance.now() - t0;
+const cpu = process.cpuUsage(cpu0);
+tracing = false;
+let sqlMs = 0;
+for (const e of stats.values()) sqlMs += e.ms;
+process.stdout.write(
+  `${kind}: ${count} requests, ${(wall / count).toFixed(3)} ms each (CPU ${((cpu.user + cpu.system) / 1000 / count).toFixed(3)} ms), of which SQL ${(sqlMs / count).toFixed(3)} ms\n`,
+);
+for (const [k, e] of [...stats].sort((a, b) => b[1].ms - a[1].ms).slice(0, 40)) {
+  process.stdout.write(`${(e.ms / count).toFixed(3).padStart(8)} ms/req  ${(e.n / count).toFixed(1).padStart(5)}x  ${k}\n`);
+}
+await app.close();
+rmSync(work, { recursive: true, force: true });

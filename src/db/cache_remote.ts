@@ -1,0 +1,96 @@
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import type { CacheRemote, ReadCache } from './cache.js';
+
+/**
+ * Read-cache invalidation between processes sharing a database.
+ *
+ * With Redis (the scaled-out mode), each table has a generation counter in one Redis hash: a
+ * process increments the counters of the tables it committed to before it answers, and
+ * reads the hash at the start of every request (one round trip, pipelined across concurrent
+ * requests). So a change answered by one process is seen by the very next request on any
+ * other process, as with a shared cache, while hits are still served from local memory.
+ */
+export class RedisCacheRemote implements CacheRemote {
+  private readonly redis: Redis;
+  private readonly key: string;
+  /** The counters as of our last read or write. */
+  private readonly seen = new Map<string, number>();
+
+  constructor(
+    url: string,
+    prefix: string,
+    private readonly cache: ReadCache,
+  ) {
+    this.redis = new Redis(url, { enableAutoPipelining: true, maxRetriesPerRequest: 2 });
+    this.key = `${prefix}cache:generations`;
+  }
+
+  async publish(tables: string[]): Promise<void> {
+    const multi = this.redis.multi();
+    for (const t of tables) multi.hincrby(this.key, t, 1);
+    const results = (await multi.exec()) ?? [];
+    tables.forEach((t, i) => {
+      const value = Number(results[i]?.[1]);
+      // Only our own increment happened since we last looked: nothing else to invalidate.
+      if (this.seen.get(t) === value - 1) this.seen.set(t, value);
+    });
+  }
+
+  async sync(): Promise<void> {
+    const all = await this.redis.hgetall(this.key);
+    let changed: string[] | null = null;
+    for (const [t, v] of Object.entries(all)) {
+      const n = Number(v);
+      if (this.seen.get(t) === n) continue;
+      this.seen.set(t, n);
+      (changed ??= []).push(t);
+    }
+    if (changed) this.cache.invalidate(changed);
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+const CHANNEL = 'parley_read_cache';
+
+/**
+ * PostgreSQL without Redis is the one-server-process mode; other writers are occasional
+ * command-line runs. Their commits arrive through LISTEN/NOTIFY, within milliseconds.
+ */
+export class PostgresCacheRemote implements CacheRemote {
+  private readonly client: pg.Client;
+  private ready: Promise<void> | null = null;
+
+  constructor(
+    url: string,
+    private readonly cache: ReadCache,
+  ) {
+    this.client = new pg.Client({ connectionString: url });
+    // A dropped connection only delays invalidation by others; it must not crash the server.
+    this.client.on('error', () => undefined);
+    this.client.on('notification', (n) => {
+      if (n.channel === CHANNEL && n.payload) this.cache.invalidate(n.payload.split(','));
+    });
+  }
+
+  start(): Promise<void> {
+    this.ready ??= this.client.connect().then(async () => {
+      await this.client.query(`LISTEN ${CHANNEL}`);
+    });
+    return this.ready;
+  }
+
+  async publish(tables: string[]): Promise<void> {
+    await this.start();
+    await this.client.query('SELECT pg_notify($1, $2)', [CHANNEL, tables.join(',')]);
+  }
+
+  async sync(): Promise<void> {}
+
+  async close(): Promise<void> {
+    await this.client.end().catch(() => undefined);
+  }
+}

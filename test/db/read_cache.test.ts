@@ -1,0 +1,219 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { loadConfig, type Config } from '../../src/config.js';
+import { buildApp, type App } from '../../src/app.js';
+import { openDatabase } from '../../src/db/index.js';
+import { fetchRealmByStringId } from '../../src/db/repos/realms.js';
+import { fetchUserByEmail } from '../../src/db/repos/users.js';
+import { doCreateUser } from '../../src/actions/users.js';
+import { ReadCache, writtenTables } from '../../src/db/cache.js';
+import { ApiClient } from '../helpers/client.js';
+import { err, ok } from '../helpers/assert.js';
+import { forEachDatabase, freshDatabaseUrl, OWNER_EMAIL, PASSWORD } from '../helpers/server.js';
+import { createChannel, systemGroups, uniqueName } from '../api/messages_send.fixtures.js';
+
+/**
+ * The read cache (db/cache.ts) serves the organization, the authenticated user, group
+ * memberships and channels from memory. Every change must still take effect on the very
+ * next request: made through the API, written straight to the database, written by another
+ * process (SQLite's data_version; PostgreSQL notifications), and across server processes
+ * sharing Redis.
+ */
+
+const probeAdmin = (c: ApiClient) => c.post('/users', {});
+
+async function expectAdmin(c: ApiClient, admin: boolean): Promise<void> {
+  const res = await probeAdmin(c);
+  // POST /users checks the role before its parameters: administrators get the missing parameter.
+  if (admin) err(res, 400, 'REQUEST_VARIABLE_MISSING');
+  else err(res, 400, 'UNAUTHORIZED_PRINCIPAL', 'Must be an organization administrator');
+}
+
+test('writtenTables names the tables a statement writes', () => {
+  assert.deepEqual(writtenTables('select * from "users" where "id" = ?'), []);
+  assert.deepEqual(writtenTables('update "users" set "role" = ? where "id" = ?'), ['users']);
+  assert.deepEqual(writtenTables('insert into "group_members" ("group_id", "user_id") values (?, ?) on conflict do nothing'), ['group_members']);
+  assert.deepEqual(writtenTables('delete from "subscriptions" where "user_id" = ?'), ['subscriptions']);
+  assert.deepEqual(writtenTables('INSERT OR IGNORE INTO realms (id) VALUES (1)'), ['realms']);
+  assert.deepEqual(writtenTables('WITH x AS (SELECT 1) UPDATE streams SET name = ? WHERE id = ?'), ['streams']);
+  assert.deepEqual(writtenTables('begin'), []);
+  assert.deepEqual(writtenTables('commit'), []);
+});
+
+test('a value read while a dependency was written is not stored', async () => {
+  const cache = new ReadCache();
+  let loads = 0;
+  const read = (): Promise<number> =>
+    cache.get('k', ['users'], async () => {
+      loads++;
+      // A commit lands while this read is in flight: what it read may be stale.
+      if (loads === 1) cache.invalidate(['users']);
+      return loads;
+    });
+  assert.equal(await read(), 1);
+  assert.equal(await read(), 2);
+  assert.equal(await read(), 2, 'the second read is cached');
+  cache.invalidate(['streams']);
+  assert.equal(await read(), 2, 'other tables do not matter');
+  cache.invalidate(['users']);
+  assert.equal(await read(), 3);
+  const frozen = await cache.get('obj', [], async () => ({ list: [1] }));
+  assert.ok(Object.isFrozen(frozen) && Object.isFrozen(frozen.list), 'cached values are frozen');
+});
+
+forEachDatabase('read cache', (server) => {
+  test('a role change takes effect on the next request, both ways', async () => {
+    const s = server();
+    const { owner, othello } = s.cast;
+    await expectAdmin(othello.client, false);
+    ok(await owner.client.patch(`/users/${othello.user.id}`, { role: 200 }));
+    await expectAdmin(othello.client, true);
+    ok(await owner.client.patch(`/users/${othello.user.id}`, { role: 400 }));
+    await expectAdmin(othello.client, false);
+  });
+
+  test('a regenerated API key and a deactivation take effect on the next request', async () => {
+    const s = server();
+    const realm = s.realm;
+    const user = await doCreateUser(s.app.services, realm, { email: `cache-${randomBytes(3).toString('hex')}@example.com`, fullName: 'Cached', password: PASSWORD, actingUser: null });
+    const before = s.clientFor(user);
+    ok(await before.get('/users/me'));
+    const key = ok(await before.post('/users/me/api_key/regenerate')).api_key as string;
+    err(await before.get('/users/me'), 401, 'INVALID_API_KEY');
+    const after = s.clientFor({ ...user, api_key: key });
+    ok(await after.get('/users/me'));
+    ok(await s.cast.owner.client.delete(`/users/${user.id}`));
+    err(await after.get('/users/me'), 401, 'USER_DEACTIVATED');
+  });
+
+  test('group membership and channel permission changes take effect on the next request', async () => {
+    const s = server();
+    const { owner, hamlet, othello } = s.cast;
+    const groupId = ok(await owner.client.post('/user_groups/create', { name: uniqueName('Posters'), description: 'may post', members: [othello.user.id] })).group_id as number;
+    const name = uniqueName('Gated');
+    const stream = await createChannel(s, name, { subscribers: [hamlet.user, othello.user], permissions: { can_send_message_group: groupId } });
+    const send = (c: ApiClient) => c.post('/messages', { type: 'stream', to: name, topic: 't', content: 'hello' });
+    ok(await send(othello.client));
+    err(await send(hamlet.client), 400, 'BAD_REQUEST', 'You do not have permission to post in this channel.');
+    ok(await owner.client.post(`/user_groups/${groupId}/members`, { add: [hamlet.user.id] }));
+    ok(await send(hamlet.client));
+    ok(await owner.client.post(`/user_groups/${groupId}/members`, { delete: [hamlet.user.id] }));
+    err(await send(hamlet.client), 400, 'BAD_REQUEST', 'You do not have permission to post in this channel.');
+    // Written straight to the database, as tests and migrations do.
+    const g = await systemGroups(s);
+    await s.app.services.db.kysely
+      .updateTable('streams')
+      .set({ permissions: JSON.stringify({ ...JSON.parse(stream.permissions), can_send_message_group: g['role:everyone'] }) })
+      .where('id', '=', stream.id)
+      .execute();
+    ok(await send(hamlet.client));
+  });
+
+  test('a change committed by another connection (another process) is seen', async () => {
+    const s = server();
+    const { othello, owner } = s.cast;
+    await expectAdmin(othello.client, false);
+    // A second connection to the same database, as the command-line tools open.
+    const other = openDatabase(s.config.databaseUrl);
+    try {
+      await other.kysely.updateTable('users').set({ role: 200 }).where('id', '=', othello.user.id).execute();
+      // SQLite reports other connections' commits at once; PostgreSQL notifies within milliseconds.
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        const res = await probeAdmin(othello.client);
+        if (res.body.code === 'REQUEST_VARIABLE_MISSING') break;
+        assert.ok(s.kind === 'postgres' && Date.now() < deadline, `still not an administrator: ${JSON.stringify(res.body)}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await other.close();
+    }
+    ok(await owner.client.patch(`/users/${othello.user.id}`, { role: 400 }));
+    await expectAdmin(othello.client, false);
+  });
+});
+
+const redisUrl = process.env.TEST_REDIS_URL;
+const postgresUrl = process.env.TEST_POSTGRES_URL;
+const describeRedis = redisUrl && postgresUrl ? describe : describe.skip;
+if (!redisUrl || !postgresUrl) {
+  test('read cache across processes through Redis', { skip: 'TEST_REDIS_URL and TEST_POSTGRES_URL are needed' }, () => undefined);
+}
+
+/**
+ * Two servers with their own caches (as two processes have) sharing PostgreSQL and Redis: a
+ * change answered by one is seen by the very next request to the other.
+ */
+describeRedis('read cache across processes through Redis', () => {
+  let a: App;
+  let b: App;
+  let urlA = '';
+  let urlB = '';
+  let drop: () => Promise<void> = async () => undefined;
+  const dirs: string[] = [];
+
+  async function start(databaseUrl: string, prefix: string): Promise<{ app: App; url: string }> {
+    const dataDir = mkdtempSync(join(tmpdir(), 'parley-cache-'));
+    dirs.push(dataDir);
+    const base = loadConfig({}, { PATH: process.env.PATH, PARLEY_ENV_FILE: '/nonexistent' });
+    const config: Config = {
+      ...base,
+      databaseUrl,
+      redisUrl: redisUrl!,
+      host: '127.0.0.1',
+      port: 0,
+      ownerEmail: OWNER_EMAIL,
+      ownerPassword: PASSWORD,
+      logLevel: 'silent',
+      rateLimits: { ...base.rateLimits, enabled: false },
+      events: { ...base.events, redisPrefix: prefix },
+      dataDir,
+    };
+    const app = await buildApp(config, { announce: () => undefined });
+    await app.fastify.listen({ port: 0, host: '127.0.0.1' });
+    const addr = app.fastify.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : 0;
+    config.externalUrl = `http://localhost:${port}`;
+    return { app, url: `http://127.0.0.1:${port}` };
+  }
+
+  before(async () => {
+    const db = await freshDatabaseUrl('postgres');
+    drop = db.drop;
+    const prefix = `parley-cache-test-${randomBytes(4).toString('hex')}:`;
+    ({ app: a, url: urlA } = await start(db.url, prefix));
+    ({ app: b, url: urlB } = await start(db.url, prefix));
+  });
+
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await drop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  test('an API key regenerated and a role changed through one server apply at once on the other', async () => {
+    const realm = (await fetchRealmByStringId(a.services.db.kysely, ''))!;
+    const owner = (await fetchUserByEmail(a.services.db.kysely, realm.id, OWNER_EMAIL))!;
+    const user = await doCreateUser(a.services, realm, { email: 'cached@example.com', fullName: 'Cached', password: PASSWORD, actingUser: null });
+    const onA = (key: string) => new ApiClient(urlA, user.email, key);
+    const onB = (key: string) => new ApiClient(urlB, user.email, key);
+
+    // Warm the other server's cache with the user as they are now.
+    ok(await onB(user.api_key).get('/users/me'));
+    await expectAdmin(onB(user.api_key), false);
+
+    const key = ok(await onA(user.api_key).post('/users/me/api_key/regenerate')).api_key as string;
+    err(await onB(user.api_key).get('/users/me'), 401, 'INVALID_API_KEY');
+    ok(await onB(key).get('/users/me'));
+
+    ok(await new ApiClient(urlA, owner.email, owner.api_key).patch(`/users/${user.id}`, { role: 200 }));
+    await expectAdmin(onB(key), true);
+    ok(await new ApiClient(urlB, owner.email, owner.api_key).patch(`/users/${user.id}`, { role: 400 }));
+    await expectAdmin(onA(key), false);
+  });
+});
