@@ -23,6 +23,8 @@ export function parseUrlEncoded(body: string): Record<string, string> {
   return out;
 }
 
+const bodyTooLarge = (): JsonableError => new JsonableError('Request body too large', 'BAD_REQUEST', 413);
+
 function parseMultipart(req: FastifyRequest, payload: Readable, limit: number): Promise<Record<string, string>> {
   return new Promise((resolve, reject) => {
     let bb: Busboy.Busboy;
@@ -32,9 +34,21 @@ function parseMultipart(req: FastifyRequest, payload: Readable, limit: number): 
       reject(badRequest('Malformed multipart body'));
       return;
     }
+    // Fastify's bodyLimit applies only to the parsers that buffer the body; count this one.
+    let received = 0;
+    payload.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limit) {
+        payload.unpipe(bb);
+        payload.resume();
+        reject(bodyTooLarge());
+      }
+    });
     const fields: Record<string, string> = Object.create(null);
     const files: UploadedFile[] = [];
-    bb.on('field', (name, value) => {
+    bb.on('field', (name, value, info) => {
+      // Busboy truncates an over-long field silently; a truncated value must not be used.
+      if (info.valueTruncated) reject(bodyTooLarge());
       fields[name] = value ?? "";
     });
     bb.on('file', (field, stream, info) => {
