@@ -60,8 +60,21 @@ function checkOperand(operator: string, operand: unknown): NarrowOperand {
   }
   if (typeof operand !== 'string') throw badRequest('operand is not a string');
   if (operator === 'search' && operand.trim() === '') throw badRequest('operand cannot be blank.');
+  // Each word becomes a full-text term; PostgreSQL's parser runs out of stack near 50,000.
+  if (operator === 'search' && operand.length > MAX_SEARCH_OPERAND_LENGTH) {
+    throw badRequest(`operand is too long (limit: ${MAX_SEARCH_OPERAND_LENGTH} characters)`);
+  }
   return operand;
 }
+
+/**
+ * Terms one narrow may have. Every term becomes SQL (and search terms full-text queries), so
+ * the bound keeps one request's work small; real clients send a handful.
+ */
+export const MAX_NARROW_TERMS = 100;
+
+/** Characters of one search operand (a search box's text, far longer than anyone types). */
+export const MAX_SEARCH_OPERAND_LENGTH = 10_000;
 
 /**
  * Validates the shape of a decoded narrow (Zulip's NarrowParameter), with Zulip's
@@ -70,6 +83,7 @@ function checkOperand(operator: string, operand: unknown): NarrowOperand {
  */
 export function parseNarrow(value: unknown, name = 'narrow'): Narrow {
   if (!Array.isArray(value)) throw badRequest(`${name} is not a list`);
+  if (value.length > MAX_NARROW_TERMS) throw badRequest(`${name} has too many terms (limit: ${MAX_NARROW_TERMS})`);
   return value.map((elem: unknown, index): NarrowTerm => {
     if (Array.isArray(elem)) {
       if (elem.length !== 2 || elem.some((x) => typeof x !== 'string')) throw elementError(name, index, 'element is not a string pair');
