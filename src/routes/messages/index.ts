@@ -40,6 +40,9 @@ import { fetchMessagesForNarrow } from '../../lib/narrow/fetch.js';
 import { decodeNarrowParam } from '../../lib/narrow/terms.js';
 import { z } from 'zod';
 
+/** Message IDs one POST /messages/flags may name. */
+export const MAX_FLAG_UPDATE_MESSAGES = 10_000;
+
 const MESSAGE_TYPES: Record<string, 'stream' | 'private'> = { stream: 'stream', channel: 'stream', private: 'private', direct: 'private' };
 
 /** Zulip's check_capped_string for topics in per-topic preferences. */
@@ -186,6 +189,10 @@ export function registerMessageRoutes(app: FastifyInstance, services: Services):
     path: '/messages/flags',
     params: { messages: p.intList(), op: p.str(), flag: p.str() },
     handler: async ({ params, realm, user }) => {
+      // Bounds the work of one request; clients send flag changes in batches far below this.
+      if (params.messages.length > MAX_FLAG_UPDATE_MESSAGES) {
+        throw badRequest(`Too many messages (maximum ${MAX_FLAG_UPDATE_MESSAGES})`);
+      }
       const { flag, op } = checkFlagName(params.flag, params.op);
       const change = await checkUpdateMessageFlags(services, realm, user, op, flag, params.messages);
       await doUpdateMessageFlags(services, realm, user, change);
