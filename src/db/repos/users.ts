@@ -44,9 +44,20 @@ export async function emailInUse(db: Tx, realmId: number, email: string, exceptU
   return (await q.executeTakeFirst()) !== undefined;
 }
 
+/** IDs per query: a request may name more users than SQLite (32,766) or PostgreSQL (65,535) take as parameters. */
+const IDS_PER_QUERY = 5000;
+
 export async function fetchUsersByIds(db: Tx, realmId: number, ids: readonly number[]): Promise<User[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('users').selectAll().where('realm_id', '=', realmId).where('id', 'in', [...ids]).orderBy('id').execute();
+  if (ids.length <= IDS_PER_QUERY) {
+    return db.selectFrom('users').selectAll().where('realm_id', '=', realmId).where('id', 'in', [...ids]).orderBy('id').execute();
+  }
+  const sorted = [...new Set(ids)].sort((a, b) => a - b);
+  const out: User[] = [];
+  for (let i = 0; i < sorted.length; i += IDS_PER_QUERY) {
+    out.push(...(await fetchUsersByIds(db, realmId, sorted.slice(i, i + IDS_PER_QUERY))));
+  }
+  return out;
 }
 
 export async function fetchRealmUsers(db: Tx, realmId: number): Promise<User[]> {
