@@ -9,6 +9,8 @@ import type { Services } from './services.js';
 import { createRateLimiter } from './plugins/rate_limit.js';
 import { registerBodyParsers } from './plugins/body.js';
 import { registerErrorHandling } from './plugins/errors.js';
+import { clientErrorHandler, frameworkErrors, refuseDuringShutdown } from './plugins/limits.js';
+import { requestSerializer } from './plugins/redact.js';
 import { ensureDefaultRealm } from './actions/bootstrap.js';
 import { registerRoutes } from './routes/index.js';
 
@@ -45,7 +47,7 @@ async function connectReadCache(fastify: FastifyInstance, config: Config, db: Da
 /** Builds the whole server without listening; server.ts and the tests call it. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
   const fastify = Fastify({
-    logger: { level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    logger: { level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'], serializers: { req: requestSerializer } },
     bodyLimit: config.bodyLimitBytes,
     routerOptions: {
       ignoreDuplicateSlashes: true,
@@ -60,6 +62,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' }),
     trustProxy: true,
+    frameworkErrors,
+    clientErrorHandler,
+    return503OnClosing: false,
   });
   const db = options.db ?? openDatabase(config.databaseUrl);
   await migrate(db);
@@ -78,6 +83,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   registerBodyParsers(fastify, config.bodyLimitBytes);
   registerErrorHandling(fastify);
+  refuseDuringShutdown(fastify);
   registerRoutes(fastify, services);
   await ensureDefaultRealm(services, options.announce ?? ((line) => fastify.log.info(line)));
 

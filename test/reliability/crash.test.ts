@@ -234,7 +234,7 @@ for (const kind of testDatabases()) {
       assert.ok(Number(total.rows[0]!.n) >= acknowledged.length);
     });
 
-    test('requests refused during a shutdown get a Zulip JSON error', { todo: 'needs return503OnClosing: false and a Zulip 503 in src/app.ts (see /work/notes/reliability-findings.md)' }, () => {
+    test("requests refused during a shutdown get a Zulip JSON error (was Fastify's own 503 body)", () => {
       for (const s of refusedDuringShutdown) {
         const body = s.body as { result?: string; code?: unknown; msg?: unknown };
         assert.equal(body.result, 'error', JSON.stringify(body));

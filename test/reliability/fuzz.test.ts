@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachDatabase } from '../helpers/server.js';
 import { loadConfig } from '../../src/config.js';
-import { runFuzz, seedFuzzData, type FuzzStats } from '../helpers/fuzz_run.js';
-import { diffSnapshots, snapshotDb, SWEEP_STRINGS, type RawResponse } from '../helpers/fuzz.js';
+import { runFuzz, seedFuzzData } from '../helpers/fuzz_run.js';
+import { diffSnapshots, snapshotDb, SWEEP_STRINGS } from '../helpers/fuzz.js';
 
 /**
  * Bounded fuzzing of every route the server serves (npm run fuzz runs the same for longer).
@@ -13,19 +13,9 @@ const seed = Number(process.env.FUZZ_SEED ?? 20240607);
 const runsPerRoute = Number(process.env.FUZZ_RUNS_PER_ROUTE ?? 4);
 const base = loadConfig({}, { PATH: process.env.PATH, PARLEY_ENV_FILE: '/nonexistent' });
 
-/**
- * Errors Fastify and Node answer before any of our code runs (a URL that is not valid
- * UTF-8, an over-long path parameter, headers over 16 KiB), still in Fastify's own shape
- * until src/plugins/limits.ts is wired into src/app.ts.
- */
-const frameworkShaped = (res: RawResponse): boolean =>
-  /^\{"error":"[^"]+",("code":"FST_ERR_(BAD_URL|MAX_PARAM_LENGTH)",)?"message"/.test(res.text);
-
 forEachDatabase(
   'fuzz',
   (server) => {
-    let stats: FuzzStats | undefined;
-
     test('the database snapshot notices a changed row', async () => {
       const s = server();
       const k = s.app.services.db.kysely;
@@ -40,14 +30,11 @@ forEachDatabase(
     test(`every route, ${runsPerRoute} generated requests each plus a hostile-string sweep (seed ${seed}): no 5xx, Zulip errors, failed requests change nothing`, async () => {
       const s = server();
       await seedFuzzData(s);
-      stats = await runFuzz(s, { seed, runsPerRoute, sweep: SWEEP_STRINGS.slice(0, 2), tolerate: frameworkShaped, log: (l) => console.log(l) });
+      const stats = await runFuzz(s, { seed, runsPerRoute, sweep: SWEEP_STRINGS.slice(0, 2), log: (l) => console.log(l) });
       console.log(`# fuzz [${s.kind}]: ${stats.requests} requests over ${stats.routes} routes (${stats.documented} with zulip.yaml parameters) in ${stats.ms} ms; statuses ${JSON.stringify(stats.byStatus)}`);
       assert.ok(stats.requests >= stats.routes * runsPerRoute);
     });
 
-    test('errors answered before routing are Zulip JSON too', { todo: 'src/plugins/limits.ts is not wired into src/app.ts yet (see /work/notes/reliability-findings.md)' }, () => {
-      assert.deepEqual(stats?.tolerated ?? [], []);
-    });
   },
   // A small body limit makes the oversized-body cases cheap; a short heartbeat keeps long-polls short.
   { bodyLimitBytes: 64 * 1024, events: { ...base.events, heartbeatSeconds: 1 } },

@@ -56,6 +56,17 @@ forEachDatabase('fuzz regressions', (server) => {
     }
   });
 
+  test("errors raised before routing are Zulip JSON (were Fastify's own shape)", async () => {
+    // A path that is not valid percent-encoded UTF-8.
+    await expect(raw('GET', '/api/v1/users/%FF'), 400, 'BAD_REQUEST');
+    await expect(raw('GET', '/api/v1/user_groups/%ED%A0%80/members'), 400, 'BAD_REQUEST');
+    // A path parameter longer than the router takes.
+    await expect(raw('GET', `/api/v1/streams/${'1'.repeat(1100)}`), 414, 'BAD_REQUEST');
+    // Headers over Node's 16 KiB: answered (and the connection closed) by the client-error handler.
+    await expect(raw('GET', `/api/v1/users/me?x=${'a'.repeat(20_000)}`), 431, 'BAD_REQUEST');
+    await expect(raw('GET', '/api/v1/users/me', { 'x-long': 'b'.repeat(20_000) }), 431, 'BAD_REQUEST');
+  });
+
   test('session cookie with a malformed percent-encoding (was 500: URIError in decodeURIComponent)', async () => {
     await expect(raw('GET', '/json/realm/presence', { cookie: 'parley_session=%E0%A4%A' }), 401, 'UNAUTHORIZED');
     await expect(raw('HEAD', '/json/users/2/presence', { cookie: 'parley_session=%E0%A4%A' }), 401);
