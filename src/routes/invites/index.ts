@@ -185,13 +185,17 @@ const invalidLinkPage = (): string =>
 function registerSignupPages(app: FastifyInstance, services: Services): void {
   const html = (reply: FastifyReply, status: number, body: string) => reply.code(status).type('text/html; charset=utf-8').send(body);
 
+  // Invitation links are guessable only by brute force: both pages count against the
+  // caller's per-address budget, as Zulip rate-limits its unauthenticated views.
   app.get('/join/:key', async (req: FastifyRequest<{ Params: { key: string } }>, reply) => {
+    await services.rateLimiter.checkApi(req, reply, null);
     const found = await fetchUsableInvite(services, req.params.key);
     if (!found) return html(reply, 404, invalidLinkPage());
     return html(reply, 200, signupForm(found.realm.name, found.invite, { email: '', fullName: '' }, null));
   });
 
   app.post('/join/:key', async (req: FastifyRequest<{ Params: { key: string } }>, reply) => {
+    await services.rateLimiter.checkApi(req, reply, null);
     const found = await fetchUsableInvite(services, req.params.key);
     if (!found) return html(reply, 404, invalidLinkPage());
     const form = (req.body ?? {}) as Record<string, string>;
