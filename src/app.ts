@@ -61,7 +61,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       },
     },
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' }),
-    trustProxy: true,
+    trustProxy: config.trustedProxies,
     frameworkErrors,
     clientErrorHandler,
     return503OnClosing: false,

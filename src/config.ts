@@ -42,6 +42,12 @@ export interface Config {
     redisPrefix: string;
   };
   bodyLimitBytes: number;
+  /**
+   * Peers whose X-Forwarded-For names the client (comma-separated addresses, CIDR ranges or
+   * proxy-addr's names such as `loopback`). Anyone else could invent an address and dodge the
+   * per-address rate limits.
+   */
+  trustedProxies: string;
   vidcall: {
     clientId: string | null;
     clientSecret: string | null;
@@ -111,6 +117,7 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       redisPrefix: `${e.PARLEY_REDIS_PREFIX ?? 'parley:'}ratelimit:`,
     },
     bodyLimitBytes: int(e.PARLEY_BODY_LIMIT_BYTES, 26 * 1024 * 1024),
+    trustedProxies: e.PARLEY_TRUSTED_PROXIES ?? 'loopback',
     vidcall: {
       clientId: e.VIDCALL_CLIENT_ID || null,
       clientSecret: e.VIDCALL_CLIENT_SECRET || null,
