@@ -35,8 +35,9 @@ export interface MatrixContext {
   fresh(prefix: string): string;
   /** Sends a message as the owner to `topic` in the seeded channel. */
   sendToTopic(topic: string): Promise<void>;
-  /** Puts the target user back to a plain member. */
+  /** Puts the target user back to a plain, active member. */
   resetTarget(): Promise<void>;
+  deactivateTarget(): Promise<void>;
   subscribe(userId: number): Promise<void>;
   setOwnerCanChangeEmails(value: boolean): Promise<void>;
   ensureDomain(domain: string): Promise<void>;
@@ -269,5 +270,75 @@ export const MATRIX: MatrixRow[] = [
     path: (c) => `/user_groups/${c.groupId}`,
     params: (c) => ({ name: c.fresh('group ') }),
     expect: outcomes(['owner', 'botOwner'], INSUFFICIENT, { guest: NO_GUESTS }),
+  },
+
+  // Administrators' endpoints (Zulip's require_realm_admin).
+  {
+    name: 'POST /realm/profile_fields',
+    method: 'POST',
+    route: '/realm/profile_fields',
+    path: () => '/realm/profile_fields',
+    params: (c) => ({ name: c.fresh('Field '), field_type: 1, hint: '' }),
+    expect: outcomes(['owner', 'admin'], ADMIN_REQUIRED),
+  },
+  {
+    name: 'POST /realm/playgrounds',
+    method: 'POST',
+    route: '/realm/playgrounds',
+    path: () => '/realm/playgrounds',
+    params: (c) => ({ name: c.fresh('Playground '), pygments_language: 'Python', url_template: 'https://python.example/?c={code}' }),
+    expect: outcomes(['owner', 'admin'], ADMIN_REQUIRED),
+  },
+  {
+    name: 'PATCH /realm/user_settings_defaults',
+    method: 'PATCH',
+    route: '/realm/user_settings_defaults',
+    path: () => '/realm/user_settings_defaults',
+    params: () => ({ left_side_userlist: true }),
+    expect: outcomes(['owner', 'admin'], ADMIN_REQUIRED),
+  },
+  {
+    name: 'DELETE /users/{id} (deactivate)',
+    method: 'DELETE',
+    route: '/users/:user_id',
+    path: (c) => `/users/${c.targetId}`,
+    setup: (c) => c.resetTarget(),
+    expect: outcomes(['owner', 'admin'], INSUFFICIENT),
+  },
+  {
+    name: 'POST /users/{id}/reactivate',
+    method: 'POST',
+    route: '/users/:user_id/reactivate',
+    path: (c) => `/users/${c.targetId}/reactivate`,
+    setup: (c) => c.deactivateTarget(),
+    expect: outcomes(['owner', 'admin'], INSUFFICIENT),
+  },
+
+  // Human users only (Zulip's human_users_only).
+  {
+    name: 'PATCH /users/me/profile_data',
+    method: 'PATCH',
+    route: '/users/me/profile_data',
+    path: () => '/users/me/profile_data',
+    params: () => ({ data: [] }),
+    expect: outcomes('everyone', INSUFFICIENT, { bot: NO_BOTS }),
+  },
+  {
+    name: 'POST /users/me/apns_device_token',
+    method: 'POST',
+    route: '/users/me/apns_device_token',
+    path: () => '/users/me/apns_device_token',
+    params: () => ({ token: 'c0ffee'.repeat(8), appid: 'org.zulip.Zulip' }),
+    expect: outcomes('everyone', INSUFFICIENT, { bot: NO_BOTS }),
+  },
+
+  // Everyone but guests.
+  {
+    name: 'POST /user_groups/create',
+    method: 'POST',
+    route: '/user_groups/create',
+    path: () => '/user_groups/create',
+    params: (c) => ({ name: c.fresh('new group '), description: 'x', members: [] }),
+    expect: outcomes('everyone', INSUFFICIENT, { guest: NO_GUESTS }),
   },
 ];

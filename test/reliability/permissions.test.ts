@@ -3,11 +3,15 @@ import assert from 'node:assert/strict';
 import { forEachDatabase, PASSWORD, type TestServer } from '../helpers/server.js';
 import { ApiClient } from '../helpers/client.js';
 import { ok } from '../helpers/assert.js';
-import { doCreateUser, doDeactivateUser, doSetSpecialPermission } from '../../src/actions/users.js';
+import { doCreateUser, doDeactivateUser, doReactivateUser, doSetSpecialPermission } from '../../src/actions/users.js';
 import { doCreateRealm } from '../../src/actions/realms.js';
 import { fetchUserById } from '../../src/db/repos/users.js';
 import { ROLE_MEMBER } from '../../src/lib/roles.js';
+import { collectRoutes } from '../helpers/fuzz.js';
 import { CALLERS, MATRIX, type Caller, type MatrixContext } from './permission_matrix.js';
+
+/** The only API routes that need no credentials. */
+const UNAUTHENTICATED_ROUTES = new Set(['GET /server_settings', 'POST /fetch_api_key']);
 
 /** Runs every cell of permission_matrix.ts: each row is one test, listing every cell that differs. */
 forEachDatabase('permission matrix', (server) => {
@@ -45,7 +49,13 @@ forEachDatabase('permission matrix', (server) => {
         ok(await owner.client.post('/messages', { type: 'stream', to: streamId, topic, content: 'to be deleted' }));
       },
       resetTarget: async () => {
+        const row = (await fetchUserById(services.db.kysely, s.realm.id, target.id))!;
+        if (!row.is_active) await doReactivateUser(services, s.realm, row, null);
         await services.db.kysely.updateTable('users').set({ role: ROLE_MEMBER }).where('id', '=', target.id).execute();
+      },
+      deactivateTarget: async () => {
+        const row = (await fetchUserById(services.db.kysely, s.realm.id, target.id))!;
+        if (row.is_active) await doDeactivateUser(services, s.realm, row, null);
       },
       subscribe: async (userId) => {
         ok(await owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'matrix' }], principals: [userId] }));
@@ -73,6 +83,31 @@ forEachDatabase('permission matrix', (server) => {
       otherOrg: new ApiClient(s.url, outsider.email, outsider.api_key),
       anonymous: s.anonymous,
     };
+  });
+
+  test('every authenticated route: the deactivated user, the other organization\'s user and no credentials get the exact 401', async () => {
+    const s = server();
+    const routes = (await collectRoutes(s.app.services)).filter((r) => r.prefixes.includes('/api/v1') && r.method !== 'HEAD' && !UNAUTHENTICATED_ROUTES.has(`${r.method} ${r.path}`));
+    const wrong: string[] = [];
+    for (const route of routes) {
+      const path = route.path.replace(/:[a-z_]+/g, String(ctx.targetId)).replace('*', 'narrow');
+      const encoding = route.method === 'GET' ? 'query' : 'form';
+      for (const caller of ['deactivated', 'otherOrg', 'anonymous'] as const) {
+        const want = MATRIX[0]!.expect[caller] as { status: number; code: string; msg: string };
+        const res = await clients[caller].request(route.method, path, {}, encoding);
+        if (res.status !== want.status || res.body?.code !== want.code || res.body?.msg !== want.msg) {
+          wrong.push(`${route.method} ${route.path} as ${caller}: ${res.status} ${JSON.stringify(res.body).slice(0, 120)}`);
+        }
+      }
+      // A browser without a session on /json.
+      const res = await s.anonymous.request(route.method, path, {}, encoding, '/json');
+      if (res.status !== 401 || res.body?.msg !== 'Not logged in: API authentication or user session required') {
+        wrong.push(`/json${route.path} without a session: ${res.status} ${JSON.stringify(res.body).slice(0, 120)}`);
+      }
+    }
+    assert.ok(routes.length > 80, `only ${routes.length} routes`);
+    assert.ok(wrong.length === 0, wrong.join('\n'));
+    console.log(`# permission matrix: ${MATRIX.length} rows x ${CALLERS.length} callers, plus ${routes.length} authenticated routes x 4 unauthenticated callers`);
   });
 
   for (const row of MATRIX) {
