@@ -10,7 +10,7 @@ import { diffSnapshots, snapshotDb, SWEEP_STRINGS } from '../helpers/fuzz.js';
  * FUZZ_SEED reproduces a run; the seed is printed and named in every failure.
  */
 const seed = Number(process.env.FUZZ_SEED ?? 20240607);
-const runsPerRoute = Number(process.env.FUZZ_RUNS_PER_ROUTE ?? 4);
+const runsPerRoute = Number(process.env.FUZZ_RUNS_PER_ROUTE ?? 3);
 const base = loadConfig({}, { PATH: process.env.PATH, PARLEY_ENV_FILE: '/nonexistent' });
 
 forEachDatabase(
