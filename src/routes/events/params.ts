@@ -31,7 +31,12 @@ export const eventTypesParam = (): Param<string[] | null> =>
 export const includeSubscribersParam = (): Param<boolean | 'partial'> =>
   p
     .custom((raw, name): boolean | 'partial' => {
-      const value = raw === 'partial' ? 'partial' : parseJson(raw, name);
+      let value: unknown = raw;
+      try {
+        value = JSON.parse(raw);
+      } catch {
+        // A bare word: "partial" (or anything else, rejected below).
+      }
       if (value === true || value === 'true') return true;
       if (value === false || value === 'false') return false;
       if (value === 'partial') return 'partial';
