@@ -9,6 +9,7 @@ import { ApiClient } from './helpers/client.js';
 import { err, ok } from './helpers/assert.js';
 import { loadConfig } from '../src/config.js';
 import { buildApp, type App } from '../src/app.js';
+import { main } from '../src/cli/main.js';
 
 interface Run {
   code: number;
@@ -16,12 +17,30 @@ interface Run {
   stderr: string;
 }
 
-/** Runs `parley <args>` as a separate process, configured only through the environment. */
-function parley(env: Record<string, string>, ...args: string[]): Promise<Run> {
+/**
+ * Runs `parley <args>` in this process with its environment set to `env` (only), capturing
+ * what it prints. The command opens the database itself, as the real CLI does; one test
+ * below also runs the installed entry point as a separate process.
+ */
+async function parley(env: Record<string, string>, ...args: string[]): Promise<Run> {
+  const saved = process.env;
+  const out: string[] = [];
+  const errOut: string[] = [];
+  process.env = { PATH: saved.PATH ?? '', PARLEY_ENV_FILE: '/nonexistent', ...env };
+  try {
+    const code = await main(['node', 'parley', ...args], { out: (t) => out.push(t), err: (t) => errOut.push(t) });
+    return { code, stdout: out.join(''), stderr: errOut.join('') };
+  } finally {
+    process.env = saved;
+  }
+}
+
+/** The real entry point (bin/parley.js), as `npx parley` runs it. */
+function parleyProcess(env: Record<string, string>, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', ...args],
+      ['bin/parley.js', ...args],
       { env: { PATH: process.env.PATH ?? '', PARLEY_ENV_FILE: '/nonexistent', ...env }, timeout: 60_000 },
       (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
     );
@@ -68,7 +87,7 @@ for (const kind of testDatabases()) {
     }
 
     test('create-user prints {user_id, email, api_key}; the key works against the server', async () => {
-      const created = json(await parley(env, 'create-user', '--email', 'ada@example.com', '--full-name', 'Ada Lovelace', '--password', 'analytical-engine', '--role', 'admin'));
+      const created = json(await parleyProcess(env, 'create-user', '--email', 'ada@example.com', '--full-name', 'Ada Lovelace', '--password', 'analytical-engine', '--role', 'admin'));
       assert.deepEqual(Object.keys(created).sort(), ['api_key', 'email', 'user_id']);
       assert.equal(created.email, 'ada@example.com');
       assert.match(created.api_key, /^[A-Za-z0-9]{32}$/);

@@ -1,0 +1,92 @@
+import { Command, CommanderError } from 'commander';
+import { JsonableError } from '../errors.js';
+import { PARLEY_VERSION } from '../version.js';
+import { CliError } from './errors.js';
+
+/** Zulip's special permissions (kept here so that usage errors need not load the server). */
+const PERMISSIONS = ['can_change_user_emails', 'can_create_users', 'can_forge_sender'];
+
+/** The commands load the server code only when they run, so usage errors answer at once. */
+const commands = () => import('./commands.js');
+
+/** Where the CLI writes: the process's streams, or a caller's (the tests run it in-process). */
+export interface CliOutput {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const processOutput: CliOutput = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+};
+
+export function buildProgram(io: CliOutput = processOutput): Command {
+  const print = (value: unknown): void => io.out(`${JSON.stringify(value)}\n`);
+  const program = new Command();
+  const realm = () => program.opts<{ realm: string }>().realm;
+  program
+    .name('parley')
+    .description('Administer a Parley server (same configuration as the server: DATABASE_URL, .env)')
+    .version(PARLEY_VERSION)
+    .option('--realm <string_id>', 'organization (empty for the default one)', '')
+    .showHelpAfterError()
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .exitOverride();
+
+  program
+    .command('create-user')
+    .description('create a user or bot; prints {user_id, email, api_key}')
+    .requiredOption('--email <email>', 'email address')
+    .requiredOption('--full-name <name>', 'full name')
+    .option('--password <password>', 'password (none: the user cannot log in with a password)')
+    .option('--role <role>', 'owner, admin, moderator, member or guest', 'member')
+    .option('--bot', 'create a generic bot instead of a person')
+    .action(async (opts) => print(await (await commands()).createUser(realm(), opts)));
+
+  program
+    .command('change-password')
+    .description("set a user's password")
+    .requiredOption('--email <email>', 'email address')
+    .requiredOption('--password <password>', 'new password')
+    .action(async (opts) => print(await (await commands()).changePassword(realm(), opts)));
+
+  program
+    .command('api-key')
+    .description("print a user's API key as {user_id, email, api_key}")
+    .requiredOption('--email <email>', 'email address')
+    .action(async (opts) => print(await (await commands()).apiKey(realm(), opts)));
+
+  program
+    .command('grant')
+    .description(`grant (or with --revoke, take away) a special permission: ${PERMISSIONS.join(', ')}`)
+    .requiredOption('--email <email>', 'email address')
+    .requiredOption('--permission <permission>', PERMISSIONS.join(' | '))
+    .option('--revoke', 'take the permission away')
+    .action(async (opts) => print(await (await commands()).grant(realm(), opts)));
+
+  program
+    .command('demo')
+    .description('add a handful of users, channels and messages to try clients with')
+    .option('--domain <domain>', 'email domain of the demo users', 'example.com')
+    .option('--password <password>', 'password of every demo user', 'parley-demo')
+    .action(async (opts) => print(await (await commands()).demo(realm(), opts)));
+
+  return program;
+}
+
+/** Runs the CLI; returns the exit status. */
+export async function main(argv: readonly string[], io: CliOutput = processOutput): Promise<number> {
+  try {
+    await buildProgram(io).parseAsync([...argv]);
+    return 0;
+  } catch (e) {
+    // Commander has already printed its usage error (or the help it was asked for).
+    if (e instanceof CommanderError) return e.exitCode;
+    if (e instanceof CliError || e instanceof JsonableError) {
+      io.err(`Error: ${e.message}\n`);
+      return 1;
+    }
+    io.err(`Error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    return 1;
+  }
+}
