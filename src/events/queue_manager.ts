@@ -113,11 +113,14 @@ export abstract class QueueManager {
     };
   }
 
-  /** Zulip spreads heartbeats over 45-55 s so reconnecting clients do not arrive in lockstep. */
+  /**
+   * Zulip spreads heartbeats over 45-55 s so reconnecting clients do not arrive in lockstep.
+   * Whole seconds: Node keeps one timer list per distinct duration.
+   */
   private heartbeatMs(): number {
     const s = this.config.events.heartbeatSeconds;
-    const spread = s >= 10 ? (Math.random() - 0.5) * 0.2 * s : 0;
-    return Math.round((s + spread) * 1000);
+    const spread = s >= 10 ? Math.round((Math.random() - 0.5) * 0.2 * s) : 0;
+    return (s + spread) * 1000;
   }
 
   protected removeLocal(q: EventQueue): void {

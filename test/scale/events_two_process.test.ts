@@ -171,12 +171,8 @@ describeOrSkip('two server processes sharing PostgreSQL and Redis', () => {
     const viaA = new TestQueue(clientOf(a), qb.queueId, qb.lastEventId, qb.state);
     const got = await viaA.next((e) => e.type === 'message' && e.message.id === whileBDown, 10_000);
     assert.equal(got.message.content, 'while B is down');
-    // B's queue also kept the message sent while A was down, in order.
-    const firstB = await new TestQueue(clientOf(a), qb.queueId, qb.lastEventId, qb.state).poll({ dontBlock: true });
-    assert.deepEqual(
-      firstB.filter((e) => e.type === 'message').map((e) => e.message.id),
-      [whileADown, whileBDown],
-    );
+    // B's queue also kept the message sent while A was down, before it.
+    assert.deepEqual((await viaA.collect(0)).map((e) => e.message.id), [whileADown]);
     await b.start();
 
     // A's queue moved to B, then back to A while B restarted: nothing was lost on the way.

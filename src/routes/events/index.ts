@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.js';
 import { endpoint } from '../endpoint.js';
 import { p } from '../params.js';
@@ -10,12 +11,23 @@ import { registerPresenceRoutes } from './presence.js';
  * GET /events bodies are assembled from each event's cached JSON rather than serialized
  * per request: a message fanned out to thousands of queues is stringified once.
  */
-function sendEvents(reply: FastifyReply, eventsJson: string, ignored: readonly string[], closing: boolean): void {
+function eventsBody(eventsJson: string, ignored: readonly string[]): string {
   let body = `{"result":"success","msg":"","events":${eventsJson}`;
   if (ignored.length) body += `,"ignored_parameters_unsupported":${JSON.stringify(ignored)}`;
+  return `${body}}`;
+}
+
+/**
+ * Answers a held poll on the raw response: a held poll has left Fastify's request cycle
+ * (hijacked), so that thousands of waiting requests cost no more than their sockets and a
+ * small closure each.
+ */
+function writeHeld(res: ServerResponse, body: string, closing: boolean): void {
+  if (res.destroyed || res.headersSent) return;
+  const headers: OutgoingHttpHeaders = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) };
   // Polls answered because the server is shutting down must not keep their connection alive.
-  if (closing) reply.header('connection', 'close');
-  reply.code(200).header('content-type', 'application/json; charset=utf-8').send(`${body}}`);
+  if (closing) headers.connection = 'close';
+  res.writeHead(200, headers).end(body);
 }
 
 export function registerEventRoutes(app: FastifyInstance, services: Services): void {
@@ -66,27 +78,28 @@ export function registerEventRoutes(app: FastifyInstance, services: Services): v
       dont_block: p.bool().default(false),
     },
     handler: async ({ params, user, reply, ignored }) => {
-      await new Promise<void>((resolve, reject) => {
-        const respond = (eventsJson: string): void => {
-          sendEvents(reply, eventsJson, ignored, services.queues.isClosing);
-          resolve();
-        };
-        const gone = (cancel: () => void): void => {
-          cancel();
-          // The client is gone: nothing may be sent on its behalf.
-          reply.hijack();
-          resolve();
-        };
-        services.queues
-          .poll({ userId: user.id, queueId: params.queue_id, lastEventId: params.last_event_id, dontBlock: params.dont_block }, respond)
-          .then((cancel) => {
-            if (!cancel) return;
-            // The client may have hung up while the request was being authenticated.
-            if (reply.raw.destroyed) return gone(cancel);
-            reply.raw.once('close', () => {
-              if (!reply.raw.writableFinished) gone(cancel);
-            });
-          }, reject);
+      let immediate: string | null = null;
+      let held = false;
+      // Closures over the raw response only, so Fastify's request objects can be collected while held.
+      const res = reply.raw;
+      const respond = (eventsJson: string): void => {
+        if (held) writeHeld(res, eventsBody(eventsJson, ignored), services.queues.isClosing);
+        else immediate = eventsJson;
+      };
+      const cancel = await services.queues.poll(
+        { userId: user.id, queueId: params.queue_id, lastEventId: params.last_event_id, dontBlock: params.dont_block },
+        respond,
+      );
+      if (immediate !== null || !cancel) {
+        reply.code(200).header('content-type', 'application/json; charset=utf-8').send(eventsBody(immediate ?? '[]', ignored));
+        return;
+      }
+      held = true;
+      reply.hijack();
+      // The client may have hung up while the request was being authenticated.
+      if (res.destroyed) return cancel();
+      res.once('close', () => {
+        if (!res.writableFinished) cancel();
       });
     },
   });
