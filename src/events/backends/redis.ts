@@ -416,8 +416,13 @@ export class RedisQueueManager extends QueueManager {
   }
 
   private async serveRemote(m: RpcPoll | RpcDelete): Promise<void> {
-    const q = this.local.get(m.q);
-    if (!q || q.catchUp !== null || this.closing) {
+    let q = this.local.get(m.q);
+    // A queue still being taken over is served once its replay is done.
+    if (q && q.catchUp !== null) {
+      const adopted = await this.adopting.get(m.q);
+      q = adopted instanceof EventQueue ? adopted : undefined;
+    }
+    if (!q || this.closing) {
       this.reply(m.f, { k: 'res', r: m.r, retry: true });
       return;
     }
