@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick] [-- --only send,fanout] [-- --cpu-prof]
+ * npm run bench [-- --quick] [-- --only send,fanout] [-- --cpu-prof] [-- --set fanoutUsers=2000]
  *
  * Starts Parley as a child process on a fresh database (SQLite; PostgreSQL and Redis when
  * BENCH_POSTGRES_URL / BENCH_REDIS_URL are set), generates the data, runs every scenario
@@ -25,10 +25,12 @@ interface Options {
   quick: boolean;
   only: Set<Scenario>;
   cpuProf: boolean;
+  /** --set name=value overrides of the sizes and durations below, for experiments. */
+  overrides: Record<string, number>;
 }
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { quick: false, only: new Set(SCENARIOS), cpuProf: false };
+  const opts: Options = { quick: false, only: new Set(SCENARIOS), cpuProf: false, overrides: {} };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick') opts.quick = true;
@@ -38,6 +40,10 @@ function parseArgs(argv: string[]): Options {
       const picked = list.split(',').map((s) => s.trim()) as Scenario[];
       for (const s of picked) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
       opts.only = new Set(picked);
+    } else if (a === '--set') {
+      const [name, value] = (argv[++i] ?? '').split('=');
+      if (!name || !(name in FULL) || !Number.isFinite(Number(value))) throw new Error(`--set needs name=number, name one of ${Object.keys(FULL).join(', ')}`);
+      opts.overrides[name] = Number(value);
     } else throw new Error(`unknown option ${a}`);
   }
   return opts;
@@ -213,7 +219,7 @@ async function withServer<T>(
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
-  const plan = opts.quick ? QUICK : FULL;
+  const plan = { ...(opts.quick ? QUICK : FULL), ...opts.overrides };
   const only = opts.only;
   const needsHistory = only.has('history') || only.has('start');
   const sizes: SeedSizes = { ...plan, historyMessages: needsHistory ? plan.historyMessages : Math.min(plan.historyMessages, 1000) };
@@ -253,8 +259,10 @@ async function main(): Promise<void> {
     ownerPassword: randomBytes(12).toString('hex'),
   };
   const profileDir = join(RESULTS_DIR, 'profiles');
+  // BENCH_SERVER_FLAGS: extra node flags for the server (e.g. --trace-gc), for experiments.
+  const extraFlags = (process.env.BENCH_SERVER_FLAGS ?? '').split(/\s+/).filter(Boolean);
   const serverFor = (scenario: string): BenchServer =>
-    new BenchServer(serverJs, target, opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, scenario)}`] : []);
+    new BenchServer(serverJs, target, [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, scenario)}`] : []), ...extraFlags]);
   // Every server of a run listens on the same port: EXTERNAL_URL (and so the fake email domain) stays put.
   const port = await freePort();
   const redisEnv = (scenario: string): NodeJS.ProcessEnv => ({ PARLEY_REDIS_PREFIX: `${target.redisPrefix}${scenario}:` });
@@ -433,10 +441,18 @@ async function runFanout(load: LoadGenerator, server: BenchServer, plan: Plan, d
   if (reg.errors) throw new Error(`fan-out: register failed: ${reg.firstError}`);
   await load.run({ kind: 'hold', set: 'fanout' });
   await server.settle();
-  const rounds: { deliveredMs: number; maxStallMs: number; sendMs: number }[] = [];
+  const rounds: { deliveredMs: number; maxStallMs: number; sendMs: number; clientCpuPercent: number }[] = [];
   for (let i = 0; i < plan.fanoutRounds; i++) {
     await server.stats({ reset: true });
-    const r = await load.run<{ trackedQueues: number; missing: number; sendMs: number; deliveredMs: number; failed: number; firstFailure: string }>({
+    const r = await load.run<{
+      trackedQueues: number;
+      missing: number;
+      sendMs: number;
+      deliveredMs: number;
+      clientCpuPercent: number;
+      failed: number;
+      firstFailure: string;
+    }>({
       kind: 'fanout',
       senders: [data.users[0]!],
       stream: data.fanoutStream,
@@ -446,8 +462,10 @@ async function runFanout(load: LoadGenerator, server: BenchServer, plan: Plan, d
     if (r.failed) throw new Error(`fan-out: ${r.failed} queues failed: ${r.firstFailure}`);
     if (r.missing) throw new Error(`fan-out: ${r.missing} of ${r.trackedQueues} queues did not receive the message`);
     const s: ServerStats = await server.stats({ reset: true });
-    rounds.push({ deliveredMs: r.deliveredMs, maxStallMs: s.maxStallMs, sendMs: r.sendMs });
-    log(`fan-out round ${i + 1}: ${r.trackedQueues} queues in ${ms(r.deliveredMs)} (send answered in ${ms(r.sendMs)}), longest stall ${ms(s.maxStallMs)}`);
+    rounds.push({ deliveredMs: r.deliveredMs, maxStallMs: s.maxStallMs, sendMs: r.sendMs, clientCpuPercent: r.clientCpuPercent });
+    log(
+      `fan-out round ${i + 1}: ${r.trackedQueues} queues in ${ms(r.deliveredMs)} (send answered in ${ms(r.sendMs)}), longest stall ${ms(s.maxStallMs)}, load generator CPU ${r.clientCpuPercent.toFixed(0)}%`,
+    );
     await server.settle();
   }
   await load.run({ kind: 'release', set: 'fanout' });

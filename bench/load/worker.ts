@@ -252,6 +252,7 @@ async function fanout(job: Extract<Job, { kind: 'fanout' }>): Promise<JobResult>
   deliveries = [];
   const conn = await RawConnection.open(port);
   const s = ++seq;
+  const cpu0 = process.cpuUsage();
   const t0 = wallMs();
   tracking.set(s, { t0, remaining: tracked });
   const res = await post(conn, job.senders[0]!, '/api/v1/messages', sendForm(job, s));
@@ -262,7 +263,11 @@ async function fanout(job: Extract<Job, { kind: 'fanout' }>): Promise<JobResult>
   while (tracking.has(s) && wallMs() < waitUntil) await sleep(2);
   const missing = tracking.get(s)?.remaining ?? 0;
   tracking.delete(s);
-  return { trackedQueues: tracked, missing, sendMs, deliveredMs: missing === 0 ? lastDeliveryAt - t0 : NaN, ...setHealth(job.trackSet) };
+  const deliveredMs = missing === 0 ? lastDeliveryAt - t0 : NaN;
+  const cpu = process.cpuUsage(cpu0);
+  // How busy the load generator itself was: near 100% means it, not the server, set the pace.
+  const clientCpuPercent = ((cpu.user + cpu.system) / 1000 / (wallMs() - t0)) * 100;
+  return { trackedQueues: tracked, missing, sendMs, deliveredMs, clientCpuPercent, ...setHealth(job.trackSet) };
 }
 
 async function runAutocannon(job: Extract<Job, { kind: 'autocannon' }>): Promise<JobResult> {

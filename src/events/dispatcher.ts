@@ -94,6 +94,9 @@ export class Dispatcher {
   private readonly jobs: Job[] = [];
   private head = 0;
   private running = false;
+  /** Queues with a held poll and new events, answered at the end of this event-loop turn. */
+  private readonly ready = new Set<EventQueue>();
+  private answering = false;
 
   constructor(
     private readonly queues: LocalQueues,
@@ -185,7 +188,44 @@ export class Dispatcher {
       if (compareStreamIds(job.streamId, q.appliedThrough) <= 0) return;
       q.appliedThrough = null;
     }
-    if (job.delivery.deliverTo(q, flags) && q.waiter) q.finishWaiter();
+    try {
+      if (job.delivery.deliverTo(q, flags) && q.waiter) this.answerLater(q);
+    } catch (e) {
+      // One queue's failure (say, a malformed event) must not cost the other queues their events.
+      this.log.error({ err: e, queue: q.id }, 'event delivery to a queue failed');
+    }
+  }
+
+  /**
+   * A held poll is answered once the events published in the same turn of the event loop
+   * have all been queued (a group commit publishes many messages at once): one response
+   * carries them all, instead of one response for the first and a re-poll for the rest.
+   */
+  private answerLater(q: EventQueue): void {
+    this.ready.add(q);
+    if (!this.answering) {
+      this.answering = true;
+      setImmediate(() => this.answerReady());
+    }
+  }
+
+  /** Answers ready polls in slices, like delivery, so that ten thousand responses never stall the loop. */
+  private answerReady(): void {
+    const start = performance.now();
+    let n = 0;
+    for (const q of this.ready) {
+      this.ready.delete(q);
+      try {
+        q.finishWaiter();
+      } catch (e) {
+        this.log.error({ err: e, queue: q.id }, 'answering a held poll failed');
+      }
+      if (++n % CHECK_EVERY === 0 && performance.now() - start > SLICE_MS) {
+        setImmediate(() => this.answerReady());
+        return;
+      }
+    }
+    this.answering = false;
   }
 }
 

@@ -5,13 +5,29 @@ import type { User } from '../db/tables.js';
 export const AVATAR_FROM_GRAVATAR = 'G';
 export const AVATAR_FROM_USER = 'U';
 
+/**
+ * Hashes of emails and user IDs, remembered: register formats every user of the organization
+ * and GET /messages every sender, each needing one (a hash costs microseconds; a lookup, not).
+ */
+const hashes = new Map<string, string>();
+
+function remembered(key: string, compute: () => string): string {
+  let h = hashes.get(key);
+  if (h === undefined) {
+    h = compute();
+    if (hashes.size >= 100_000) hashes.delete(hashes.keys().next().value as string);
+    hashes.set(key, h);
+  }
+  return h;
+}
+
 export function gravatarHash(email: string): string {
-  return createHash('md5').update(email.trim().toLowerCase()).digest('hex');
+  return remembered(`g:${email}`, () => createHash('md5').update(email.trim().toLowerCase()).digest('hex'));
 }
 
 /** The stable name of a user's uploaded avatar file (its content changes, the name does not). */
 export function uploadedAvatarHash(user: Pick<User, 'realm_id' | 'id'>): string {
-  return createHash('sha1').update(`${user.realm_id}:${user.id}`).digest('hex');
+  return remembered(`u:${user.realm_id}:${user.id}`, () => createHash('sha1').update(`${user.realm_id}:${user.id}`).digest('hex'));
 }
 
 /**

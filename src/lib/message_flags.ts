@@ -37,15 +37,16 @@ export const API_FLAGS: ReadonlySet<string> = new Set(
 
 export const isFlagName = (name: string): name is FlagName => Object.prototype.hasOwnProperty.call(FLAG_BITS, name);
 
+/** The flags flagsList reports, in bit order (computed once: it runs for every recipient of every message). */
+const API_FLAG_BITS = (Object.entries(FLAG_BITS) as [FlagName, number][]).filter(([name]) => !NON_API_FLAGS.has(name));
+
 /**
  * The API flag list of a bitmask, in bit order. `wildcard_mentioned` is the deprecated
  * union of the two wildcard flags, still sent for older clients (feature level 224).
  */
 export function flagsList(mask: number): string[] {
   const out: string[] = [];
-  for (const [name, bit] of Object.entries(FLAG_BITS) as [FlagName, number][]) {
-    if (mask & bit && !NON_API_FLAGS.has(name)) out.push(name);
-  }
+  for (const [name, bit] of API_FLAG_BITS) if (mask & bit) out.push(name);
   if (mask & (FLAG_BITS.stream_wildcard_mentioned | FLAG_BITS.topic_wildcard_mentioned)) out.push('wildcard_mentioned');
   return out;
 }

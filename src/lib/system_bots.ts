@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import { now, type Tx } from '../db/index.js';
 import type { Realm, User } from '../db/tables.js';
+import { fetchUserByEmailCached } from '../db/cached.js';
 import { fetchUserByEmail } from '../db/repos/users.js';
 import { generateApiKey } from './secrets.js';
 import { realmHost } from './urls.js';
@@ -22,7 +23,7 @@ export function systemBotEmail(config: Config, realm: Pick<Realm, 'string_id'>, 
  */
 export async function fetchSystemBot(db: Tx, config: Config, realm: Realm, name: SystemBotName): Promise<User> {
   const email = systemBotEmail(config, realm, name);
-  const existing = await fetchUserByEmail(db, realm.id, email);
+  const existing = await fetchUserByEmailCached(db, realm.id, email);
   if (existing) return existing;
   await db
     .insertInto('users')

@@ -6,6 +6,7 @@ import { fetchCustomProfileFields, fetchCustomProfileValues } from '../db/repos/
 import { loadUserAccess } from './access/users.js';
 import { formatInaccessibleUser, formatUser, profileDataByUser } from './format/users.js';
 import { SYSTEM_BOTS, fetchSystemBot, type SystemBotName } from './system_bots.js';
+import { cachedRead } from '../db/cache.js';
 
 export interface UsersForApiOptions {
   clientGravatar: boolean;
@@ -34,10 +35,11 @@ export async function getUsersForApi(
 ): Promise<{ user: User | null; dict: Record<string, unknown> }[]> {
   // System bots are listed apart (register's cross_realm_bots), as Zulip's live in another realm;
   // asked for by ID, they are found like anyone else.
+  const access = caller ? await loadUserAccess(db, realm, caller) : null;
+  if (!opts.userIds && caller && !access?.restricted) return everyoneForApi(db, config, realm, caller, opts);
   const rows = opts.userIds
     ? await fetchUsersByIds(db, realm.id, opts.userIds)
     : (await fetchRealmUsers(db, realm.id)).filter((u) => !u.is_system_bot);
-  const access = caller ? await loadUserAccess(db, realm, caller) : null;
   let profileData;
   if (opts.includeCustomProfileFields && caller) {
     const onlyIds = opts.userIds ? rows.map((r) => r.id) : undefined;
@@ -54,6 +56,47 @@ export async function getUsersForApi(
     }
     out.push({ user: row, dict: formatUser(row, ctx) });
   }
+  return out;
+}
+
+/**
+ * Every user's dict as seen by callers of one role: the same for all of them except for the
+ * caller's own entry (one always sees one's own email), so it is built once and cached
+ * (db/cache.ts) until a user, a profile value or the organization changes. Register formats
+ * the whole organization on every call otherwise.
+ */
+const realmUserDictsByRole = cachedRead(
+  'realm_user_dicts',
+  ['users', 'custom_profile_values', 'custom_profile_fields', 'realms'],
+  (_config: Config, realm: Realm, role: number, opts: UsersForApiOptions) =>
+    `${realm.id}:${role}:${opts.clientGravatar}:${opts.includeCustomProfileFields}:${!!opts.omitIsActive}`,
+  async (db: Tx, config: Config, realm: Realm, role: number, opts: UsersForApiOptions) => {
+    const rows = (await fetchRealmUsers(db, realm.id)).filter((u) => !u.is_system_bot);
+    const profileData = opts.includeCustomProfileFields
+      ? profileDataByUser(...(await Promise.all([fetchCustomProfileFields(db, realm.id), fetchCustomProfileValues(db, realm.id)])))
+      : undefined;
+    // A viewer who is none of the users: delivery_email by role alone.
+    const ctx = { config, realm, viewer: { id: 0, role }, clientGravatar: opts.clientGravatar, profileData, omitIsActive: opts.omitIsActive };
+    return rows.map((row) => ({ user: row, dict: formatUser(row, ctx) }));
+  },
+);
+
+async function everyoneForApi(
+  db: Tx,
+  config: Config,
+  realm: Realm,
+  caller: User,
+  opts: UsersForApiOptions,
+): Promise<{ user: User | null; dict: Record<string, unknown> }[]> {
+  const list = await realmUserDictsByRole(db, config, realm, caller.role, opts);
+  const own = list.findIndex((e) => e.user.id === caller.id);
+  if (own < 0) return list;
+  const out = [...list];
+  const profileData = opts.includeCustomProfileFields
+    ? profileDataByUser(await fetchCustomProfileFields(db, realm.id), await fetchCustomProfileValues(db, realm.id, [caller.id]))
+    : undefined;
+  const ctx = { config, realm, viewer: caller, clientGravatar: opts.clientGravatar, profileData, omitIsActive: opts.omitIsActive };
+  out[own] = { user: out[own]!.user, dict: formatUser(out[own]!.user, ctx) };
   return out;
 }
 

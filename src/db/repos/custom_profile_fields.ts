@@ -1,5 +1,6 @@
 import type { Tx } from '../index.js';
 import type { CustomProfileField } from '../tables.js';
+import { cachedRead } from '../cache.js';
 
 export interface CustomProfileValueRow {
   user_id: number;
@@ -8,7 +9,15 @@ export interface CustomProfileValueRow {
   rendered_value: string | null;
 }
 
-export async function fetchCustomProfileFields(db: Tx, realmId: number): Promise<CustomProfileField[]> {
+/** The realm's custom profile fields in display order: cached (db/cache.ts). */
+export const fetchCustomProfileFields = cachedRead(
+  'profile_fields',
+  ['custom_profile_fields'],
+  (realmId: number) => String(realmId),
+  fetchCustomProfileFieldsUncached,
+);
+
+async function fetchCustomProfileFieldsUncached(db: Tx, realmId: number): Promise<CustomProfileField[]> {
   return db.selectFrom('custom_profile_fields').selectAll().where('realm_id', '=', realmId).orderBy('order').orderBy('id').execute();
 }
 
@@ -67,7 +76,19 @@ export async function deleteCustomProfileField(db: Tx, fieldId: number): Promise
 }
 
 /** Every value set in the realm (or for the given users), for profile_data. */
+/** Every user's profile values (cached, db/cache.ts), or only those of `userIds`. */
 export async function fetchCustomProfileValues(db: Tx, realmId: number, userIds?: readonly number[]): Promise<CustomProfileValueRow[]> {
+  return userIds ? fetchCustomProfileValuesOf(db, realmId, userIds) : fetchAllCustomProfileValues(db, realmId);
+}
+
+const fetchAllCustomProfileValues = cachedRead(
+  'profile_values',
+  ['custom_profile_values', 'custom_profile_fields'],
+  (realmId: number) => String(realmId),
+  (db: Tx, realmId: number) => fetchCustomProfileValuesOf(db, realmId, undefined),
+);
+
+async function fetchCustomProfileValuesOf(db: Tx, realmId: number, userIds: readonly number[] | undefined): Promise<CustomProfileValueRow[]> {
   if (userIds && userIds.length === 0) return [];
   let q = db
     .selectFrom('custom_profile_values')

@@ -1,6 +1,7 @@
 import type { Insertable, Updateable } from 'kysely';
 import type { Tx } from '../index.js';
 import type { Stream, StreamTable } from '../tables.js';
+import { cachedRead } from '../cache.js';
 
 export type NewStream = Insertable<StreamTable>;
 export type StreamUpdate = Updateable<StreamTable>;
@@ -59,7 +60,15 @@ export async function fetchStreamsByNames(db: Tx, realmId: number, names: readon
   return db.selectFrom('streams').selectAll().where('realm_id', '=', realmId).where('name_lc', 'in', keys).execute();
 }
 
-export async function fetchRealmStreams(db: Tx, realmId: number, includeArchived: boolean): Promise<Stream[]> {
+/** The realm's channels in ID order: cached (db/cache.ts), as register and channel lists read them constantly. */
+export const fetchRealmStreams = cachedRead(
+  'realm_streams',
+  ['streams'],
+  (realmId: number, includeArchived: boolean) => `${realmId}:${includeArchived}`,
+  fetchRealmStreamsUncached,
+);
+
+async function fetchRealmStreamsUncached(db: Tx, realmId: number, includeArchived: boolean): Promise<Stream[]> {
   let q = db.selectFrom('streams').selectAll().where('realm_id', '=', realmId);
   if (!includeArchived) q = q.where('deactivated', '=', 0);
   return q.orderBy('id').execute();

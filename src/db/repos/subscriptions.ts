@@ -2,6 +2,7 @@ import type { Updateable } from 'kysely';
 import type { Tx } from '../index.js';
 import type { Subscription, SubscriptionTable } from '../tables.js';
 import { chunks } from './streams.js';
+import { cachedRead } from '../cache.js';
 
 export type SubscriptionUpdate = Updateable<SubscriptionTable>;
 
@@ -63,7 +64,15 @@ export async function fetchSubscriberIdsByStream(db: Tx, streamIds: readonly num
 }
 
 /** Active subscribers of every channel of a realm, by channel (for POST /register include_subscribers). */
-export async function fetchRealmSubscriberIds(db: Tx, realmId: number): Promise<Map<number, number[]>> {
+/** Active subscribers (active users) of every channel of the realm: cached (db/cache.ts) for register. */
+export const fetchRealmSubscriberIds = cachedRead(
+  'realm_subscribers',
+  ['subscriptions', 'users'],
+  (realmId: number) => String(realmId),
+  fetchRealmSubscriberIdsUncached,
+);
+
+async function fetchRealmSubscriberIdsUncached(db: Tx, realmId: number): Promise<Map<number, number[]>> {
   const rows = await db
     .selectFrom('subscriptions')
     .innerJoin('users', 'users.id', 'subscriptions.user_id')

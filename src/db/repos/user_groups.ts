@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../index.js';
 import type { UserGroup } from '../tables.js';
+import { cachedRead } from '../cache.js';
 
 export async function insertUserGroup(
   db: Tx,
@@ -40,7 +41,15 @@ export interface GroupRows {
 }
 
 /** Everything needed to evaluate group membership for one realm, in four indexed queries. */
-export async function fetchGroupRows(db: Tx, realmId: number): Promise<GroupRows> {
+/** The realm's whole group graph: cached (db/cache.ts), as permission checks and register read it constantly. */
+export const fetchGroupRows = cachedRead(
+  'realm_groups',
+  ['user_groups', 'group_members', 'group_subgroups', 'users'],
+  (realmId: number) => String(realmId),
+  fetchGroupRowsUncached,
+);
+
+async function fetchGroupRowsUncached(db: Tx, realmId: number): Promise<GroupRows> {
   const [groups, members, subgroups, inactive] = await Promise.all([
     db.selectFrom('user_groups').select(['id', 'name', 'is_system_group', 'deactivated']).where('realm_id', '=', realmId).execute(),
     db

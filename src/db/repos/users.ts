@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../index.js';
 import type { NewUser, User, UserUpdate } from '../tables.js';
+import { cachedRead } from '../cache.js';
 
 export async function fetchUserById(db: Tx, realmId: number, userId: number): Promise<User | undefined> {
   return db.selectFrom('users').selectAll().where('realm_id', '=', realmId).where('id', '=', userId).executeTakeFirst();
@@ -60,7 +61,10 @@ export async function fetchUsersByIds(db: Tx, realmId: number, ids: readonly num
   return out;
 }
 
-export async function fetchRealmUsers(db: Tx, realmId: number): Promise<User[]> {
+/** Every user of the realm, in ID order: cached (db/cache.ts), as register and user lists read it constantly. */
+export const fetchRealmUsers = cachedRead('realm_users', ['users'], (realmId: number) => String(realmId), fetchRealmUsersUncached);
+
+async function fetchRealmUsersUncached(db: Tx, realmId: number): Promise<User[]> {
   return db.selectFrom('users').selectAll().where('realm_id', '=', realmId).orderBy('id').execute();
 }
 

@@ -75,9 +75,22 @@ const NOBODY: GroupSettingValue = Object.freeze({ direct_members: [], direct_sub
  * one; a missing or malformed value grants nothing rather than everything.
  */
 export function channelPermissions(stream: Pick<Stream, 'permissions'>): ChannelPermissions {
+  // Parsed once per distinct JSON: every access check and every formatted channel asks.
+  let parsed = parsedPermissions.get(stream.permissions);
+  if (!parsed) {
+    parsed = parseChannelPermissions(stream.permissions);
+    if (parsedPermissions.size >= 10_000) parsedPermissions.delete(parsedPermissions.keys().next().value as string);
+    parsedPermissions.set(stream.permissions, parsed);
+  }
+  return parsed;
+}
+
+const parsedPermissions = new Map<string, ChannelPermissions>();
+
+function parseChannelPermissions(json: string): ChannelPermissions {
   let raw: Record<string, unknown> = {};
   try {
-    const parsed: unknown = JSON.parse(stream.permissions);
+    const parsed: unknown = JSON.parse(json);
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) raw = parsed as Record<string, unknown>;
   } catch {
     raw = {};
@@ -86,8 +99,10 @@ export function channelPermissions(stream: Pick<Stream, 'permissions'>): Channel
   for (const name of CHANNEL_PERMISSIONS) {
     const v = raw[name];
     out[name] = typeof v === 'number' || (v && typeof v === 'object' && 'direct_members' in v) ? (v as GroupSettingValue) : NOBODY;
+    // Shared by every caller: frozen so that none can change it for the others.
+    if (typeof out[name] === 'object') Object.freeze(out[name]);
   }
-  return out;
+  return Object.freeze(out);
 }
 
 type Caller = Pick<User, 'id' | 'role'>;
