@@ -51,6 +51,32 @@ forEachDatabase('typing notifications', (server) => {
     assert.equal((await capable.next('typing')).op, 'stop');
   });
 
+  test('channels with more than 100 subscribers get no typing notifications', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const db = s.app.services.db.kysely;
+    const extras = await db
+      .insertInto('users')
+      .values(
+        Array.from({ length: 100 }, (_, i) => ({
+          realm_id: s.realm.id,
+          email: `crowd${i}@example.com`,
+          email_lc: `crowd${i}@example.com`,
+          delivery_email: `crowd${i}@example.com`,
+          full_name: `Crowd ${i}`,
+          password_hash: null,
+          api_key: `crowdkey${i}`.padEnd(32, 'x'),
+          date_joined: 1,
+        })),
+      )
+      .returningAll()
+      .execute();
+    const big = await createChannel(s, 'Crowded', { subscribers: [hamlet.user, othello.user, ...extras] });
+    const q = await registerQueue(othello.client, { event_types: ['typing'], client_capabilities: { stream_typing_notifications: true } });
+    ok(await hamlet.client.post('/typing', { type: 'channel', stream_id: big.id, topic: 't', op: 'start' }));
+    await q.expectNone('typing', 300);
+  });
+
   test('errors', async () => {
     const s = server();
     const { hamlet, othello } = s.cast;
