@@ -109,6 +109,16 @@ forEachDatabase('presence', (server) => {
     await legacy.expectNone('presence', 300);
   });
 
+  test('a user who turned presence off is not recorded', async () => {
+    const s = server();
+    const { guest, othello } = s.cast;
+    ok(await guest.client.patch('/settings', { presence_enabled: false }));
+    const q = await registerQueue(othello.client, { event_types: ['presence'] });
+    ok(await guest.client.post('/users/me/presence', { status: 'active' }));
+    await q.expectNone('presence', 300);
+    err(await othello.client.get(`/users/${guest.user.id}/presence`), 400, 'BAD_REQUEST', `No presence data for ${guest.user.id}`);
+  });
+
   test('the emoji name data is served without authentication', async () => {
     const s = server();
     const res = await fetch(`${s.url}/static/generated/emoji/emoji_api.json`);
