@@ -1,6 +1,10 @@
-import { Redis } from 'ioredis';
-import pg from 'pg';
+import type { Redis } from 'ioredis';
+import type PgModule from 'pg';
+import { lazyRequire } from '../lib/lazy.js';
 import type { CacheRemote, ReadCache } from './cache.js';
+
+const ioredis = lazyRequire<typeof import('ioredis')>('ioredis');
+const pg = lazyRequire<typeof PgModule>('pg');
 
 /**
  * Read-cache invalidation between processes sharing a database.
@@ -22,7 +26,7 @@ export class RedisCacheRemote implements CacheRemote {
     prefix: string,
     private readonly cache: ReadCache,
   ) {
-    this.redis = new Redis(url, { enableAutoPipelining: true, maxRetriesPerRequest: 2 });
+    this.redis = new (ioredis().Redis)(url, { enableAutoPipelining: true, maxRetriesPerRequest: 2 });
     this.key = `${prefix}cache:generations`;
   }
 
@@ -61,14 +65,14 @@ const CHANNEL = 'parley_read_cache';
  * command-line runs. Their commits arrive through LISTEN/NOTIFY, within milliseconds.
  */
 export class PostgresCacheRemote implements CacheRemote {
-  private readonly client: pg.Client;
+  private readonly client: PgModule.Client;
   private ready: Promise<void> | null = null;
 
   constructor(
     url: string,
     private readonly cache: ReadCache,
   ) {
-    this.client = new pg.Client({ connectionString: url });
+    this.client = new (pg().Client)({ connectionString: url });
     // A dropped connection only delays invalidation by others; it must not crash the server.
     this.client.on('error', () => undefined);
     this.client.on('notification', (n) => {

@@ -1,12 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import pg from 'pg';
+import type PgModule from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type Transaction } from 'kysely';
 import type { DB } from './tables.js';
 import { migrations } from './migrations/index.js';
 import { ObservedDialect, ReadCache, attachCache } from './cache.js';
 import { PostgresCacheRemote } from './cache_remote.js';
+import { lazyRequire } from '../lib/lazy.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 export type Tx = Transaction<DB> | Kysely<DB>;
@@ -19,8 +20,11 @@ export interface Database {
   close(): Promise<void>;
 }
 
-// bigint columns hold IDs and Unix times, all far below 2^53: read them as numbers.
-pg.types.setTypeParser(20, (v) => Number(v));
+/** node-postgres, loaded only for a PostgreSQL database. */
+export const pgModule = lazyRequire<typeof PgModule>('pg', (pg) => {
+  // bigint columns hold IDs and Unix times, all far below 2^53: read them as numbers.
+  pg.types.setTypeParser(20, (v) => Number(v));
+});
 
 export function parseDatabaseUrl(url: string): { dialect: Dialect; target: string } {
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return { dialect: 'postgres', target: url };
@@ -71,7 +75,7 @@ export function openDatabase(url: string): Database {
       },
     };
   }
-  const pool = new pg.Pool({ connectionString: target, max: 10 });
+  const pool = new (pgModule().Pool)({ connectionString: target, max: 10 });
   // An idle client's error (e.g. the server restarting) must not crash the process.
   pool.on('error', () => undefined);
   const cache = new ReadCache();

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
+import { lazyRequire } from './lazy.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 
@@ -21,27 +22,33 @@ export interface Mailer {
   close(): void;
 }
 
+const nodemailer = lazyRequire<typeof import('nodemailer')>('nodemailer');
+
 export function createMailer(config: Config, log: FastifyBaseLogger): Mailer {
-  if (config.smtpUrl) {
-    const transport: Transporter = nodemailer.createTransport(config.smtpUrl);
+  // The transport (and nodemailer itself) is created by the first email.
+  let transport: Transporter | null = null;
+  const close = (): void => transport?.close();
+  const smtpUrl = config.smtpUrl;
+  if (smtpUrl) {
     return {
       async send(email) {
+        transport ??= nodemailer().createTransport(smtpUrl);
         await transport.sendMail({ from: config.emailFrom, ...email });
       },
-      close: () => transport.close(),
+      close,
     };
   }
-  const transport: Transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   const dir = join(config.dataDir, 'emails');
   let counter = 0;
   return {
     async send(email) {
+      transport ??= nodemailer().createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
       const info = (await transport.sendMail({ from: config.emailFrom, ...email })) as { message: Buffer };
       mkdirSync(dir, { recursive: true });
       const file = join(dir, `${Date.now()}-${process.pid}-${++counter}.eml`);
       writeFileSync(file, info.message);
       log.info({ to: email.to, subject: email.subject, file }, 'email written (SMTP_URL not set)');
     },
-    close: () => transport.close(),
+    close,
   };
 }

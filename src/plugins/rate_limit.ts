@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Redis } from 'ioredis';
+import { lazyRequire } from '../lib/lazy.js';
 import type { Config } from '../config.js';
 import { JsonableError } from '../errors.js';
 import { MemoryRateLimitBackend, RedisRateLimitBackend, type RateLimitBackend, type RateLimitDecision, type RateLimitRule } from '../lib/rate_limit.js';
@@ -69,9 +69,11 @@ function setHeaders(reply: FastifyReply, d: RateLimitDecision): void {
   reply.header('X-RateLimit-Reset', String(d.resetAt));
 }
 
+const ioredis = lazyRequire<typeof import('ioredis')>('ioredis');
+
 export function createRateLimiter(config: Config): RateLimiter {
   const backend = config.redisUrl
-    ? new RedisRateLimitBackend(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }), config.rateLimits.redisPrefix)
+    ? new RedisRateLimitBackend(new (ioredis().Redis)(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }), config.rateLimits.redisPrefix)
     : new MemoryRateLimitBackend();
   return new RateLimiter(config.rateLimits, backend);
 }

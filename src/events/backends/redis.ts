@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { lazyRequire } from '../../lib/lazy.js';
 import { JsonableError, type ErrorCode } from '../../errors.js';
 import { BadEventQueueIdError, EventQueue, type QueueSnapshot } from '../queue.js';
 import { QueueManager, type Cancel, type PollRequest, type Respond } from '../queue_manager.js';
 import { decodeEnvelope, encodeEnvelope } from './wire.js';
+
+const ioredis = lazyRequire<typeof import('ioredis')>('ioredis');
 
 /**
  * Scaled-out mode: several server processes share event queues through Redis.
@@ -139,9 +142,9 @@ export class RedisQueueManager extends QueueManager {
   protected async open(): Promise<void> {
     const url = this.config.redisUrl!;
     const onError = (e: Error): void => this.log.warn({ err: e }, 'redis connection error');
-    this.cmd = new Redis(url, { enableAutoPipelining: true, lazyConnect: true });
-    this.reader = new Redis(url, { lazyConnect: true });
-    this.sub = new Redis(url, { lazyConnect: true });
+    this.cmd = new (ioredis().Redis)(url, { enableAutoPipelining: true, lazyConnect: true });
+    this.reader = new (ioredis().Redis)(url, { lazyConnect: true });
+    this.sub = new (ioredis().Redis)(url, { lazyConnect: true });
     for (const c of [this.cmd, this.reader, this.sub]) c.on('error', onError);
     await Promise.all([this.cmd.connect(), this.reader.connect(), this.sub.connect()]);
     this.cmd.defineCommand('parleyClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });

@@ -1,4 +1,8 @@
-import katex from 'katex';
+import type Katex from 'katex';
+import { lazyRequire } from '../lazy.js';
+
+/** KaTeX is loaded by the first message with math. */
+const katex = lazyRequire<typeof Katex>('katex');
 
 const silent = (): void => {};
 
@@ -13,7 +17,7 @@ export function renderTex(tex: string, displayMode: boolean): string | null {
   const warn = console.warn;
   console.warn = silent;
   try {
-    return katex.renderToString(tex, { displayMode, throwOnError: true, strict: 'ignore' }).trim();
+    return katex().renderToString(tex, { displayMode, throwOnError: true, strict: 'ignore' }).trim();
   } catch {
     return null;
   } finally {
