@@ -7,7 +7,7 @@
  * server under the same load generator), prints one table and writes the same figures as
  * JSON under bench/results/. See docs/performance.md for the targets and the figures.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -479,7 +479,9 @@ async function runIdle(load: LoadGenerator, server: BenchServer, plan: Plan, dat
   // Each held poll costs the server and the load generator one descriptor; keep a margin for the rest.
   const count = Math.max(1, Math.min(plan.idleMax, fds - 1000));
   await server.settle();
-  const before = await server.stats({ gc: true });
+  // BENCH_HEAP_SNAPSHOTS=1: heap snapshots idle and holding, copied to bench/results/heap/ (compare with bench/heap.ts).
+  const snapshots = process.env.BENCH_HEAP_SNAPSHOTS === '1';
+  const before = await server.stats({ gc: true, snapshot: snapshots });
   const reg = await load.run<{ registered: number; errors: number; firstError: string; latency: LatencySummary }>({
     kind: 'register',
     set: 'idle',
@@ -492,7 +494,12 @@ async function runIdle(load: LoadGenerator, server: BenchServer, plan: Plan, dat
   const held = await load.run<{ holding: number; connectErrors: number; firstError: string }>({ kind: 'hold', set: 'idle' });
   if (held.connectErrors) throw new Error(`idle: ${held.connectErrors} connections failed: ${held.firstError}`);
   await server.settle(500);
-  const holding = await server.stats({ gc: true });
+  const holding = await server.stats({ gc: true, snapshot: snapshots });
+  if (snapshots) {
+    mkdirSync(join(RESULTS_DIR, 'heap'), { recursive: true });
+    copyFileSync(before.snapshot!, join(RESULTS_DIR, 'heap', 'idle-before.heapsnapshot'));
+    copyFileSync(holding.snapshot!, join(RESULTS_DIR, 'heap', `idle-holding-${count}.heapsnapshot`));
+  }
   const perThousandMiB = ((holding.rss - before.rss) / count) * 1000 / 2 ** 20;
   const heapPerThousandMiB = ((holding.heapUsed - before.heapUsed) / count) * 1000 / 2 ** 20;
   const pollsBefore = (await load.run<{ polls: number }>({ kind: 'health', set: 'idle' })).polls;

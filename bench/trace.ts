@@ -3,7 +3,9 @@
  * SQLite database, runs one kind of request in-process many times, and prints every
  * statement with its count per request and time.
  *
- *   node --import tsx bench/trace.ts send|history|search|register [count] [concurrency] [--profile FILE]
+ *   node --import tsx bench/trace.ts send|fanout|history|search|register|events [count] [concurrency] [--profile FILE]
+ *
+ * TRACE_FANOUT_USERS sets the size of the fan-out channel (default 400).
  *
  * --profile writes a CPU profile of the measured requests only (summarize it with bench/profile.ts).
  */
@@ -72,7 +74,7 @@ await first.close();
 const data = await seed(
   env,
   {
-    fanoutUsers: 400,
+    fanoutUsers: Number(process.env.TRACE_FANOUT_USERS ?? 400),
     sendSubscribers: 50,
     historyMessages: 100_000,
     historyChannels: 10,
@@ -95,6 +97,13 @@ function request(i: number): InjectOptions {
         headers: { host: data.host, authorization: data.users[i % 50]!.auth, 'content-type': 'application/x-www-form-urlencoded' },
         payload: `type=stream&to=${encodeURIComponent(data.sendStream)}&topic=t${i % 5}&content=sm${i}x`,
       };
+    case 'fanout':
+      return {
+        method: 'POST',
+        url: '/api/v1/messages',
+        headers: { host: data.host, authorization: data.users[0]!.auth, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `type=stream&to=${encodeURIComponent(data.fanoutStream)}&topic=fan-out&content=sm${i}x`,
+      };
     case 'history':
     case 'search': {
       const narrow =
@@ -110,6 +119,12 @@ function request(i: number): InjectOptions {
         headers: { host: data.host, authorization: data.reader.auth },
       };
     }
+    case 'events':
+      return {
+        method: 'GET',
+        url: `/api/v1/events?queue_id=${encodeURIComponent(queueId)}&last_event_id=-1&dont_block=true`,
+        headers: { host: data.host, authorization: data.users[0]!.auth },
+      };
     case 'register':
       return {
         method: 'POST',
@@ -122,6 +137,17 @@ function request(i: number): InjectOptions {
   }
 }
 
+const queueId =
+  kind === 'events'
+    ? (
+        (await app.fastify.inject({
+          method: 'POST',
+          url: '/api/v1/register',
+          headers: { host: data.host, authorization: data.users[0]!.auth, 'content-type': 'application/x-www-form-urlencoded' },
+          payload: 'event_types=%5B%22message%22%5D',
+        })).json() as { queue_id: string }
+      ).queue_id
+    : '';
 for (let i = 0; i < 20; i++) await app.fastify.inject(request(i));
 const session = new Session();
 if (profileFile) {

@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { writeHeapSnapshot } from 'node:v8';
 import type { Services } from './services.js';
 
 /**
@@ -10,7 +12,7 @@ import type { Services } from './services.js';
  *
  * GET /stats answers JSON; `?gc=1` first collects garbage (when node runs with
  * --expose-gc) so memory figures compare; `?reset=1` restarts the stall histogram after
- * reading it.
+ * reading it; `?snapshot=1` writes a heap snapshot under the data directory.
  */
 export function startDebugStats(port: number, services: Services): Promise<Server> {
   const delay = monitorEventLoopDelay({ resolution: 2 });
@@ -26,6 +28,8 @@ export function startDebugStats(port: number, services: Services): Promise<Serve
       collect();
       collect();
     }
+    // A heap snapshot in the data directory, to see what a held poll costs (bench/heap.ts reads it).
+    const snapshot = url.searchParams.get('snapshot') === '1' ? writeHeapSnapshot(join(services.config.dataDir, `heap-${Date.now()}.heapsnapshot`)) : undefined;
     const mem = process.memoryUsage();
     const cpu = process.cpuUsage();
     const body = JSON.stringify({
@@ -39,6 +43,7 @@ export function startDebugStats(port: number, services: Services): Promise<Serve
       cpuSystemUs: cpu.system,
       queues: services.queues.queueCount,
       uptimeMs: process.uptime() * 1000,
+      snapshot,
     });
     if (url.searchParams.get('reset') === '1') delay.reset();
     res.writeHead(200, { 'content-type': 'application/json' }).end(body);

@@ -15,6 +15,8 @@ export interface ServerStats {
   cpuSystemUs: number;
   queues: number;
   uptimeMs: number;
+  /** Path of the heap snapshot written when asked. */
+  snapshot?: string;
 }
 
 export interface BenchTarget {
@@ -118,10 +120,11 @@ export class BenchServer {
     return startMs;
   }
 
-  async stats(opts: { gc?: boolean; reset?: boolean } = {}): Promise<ServerStats> {
+  async stats(opts: { gc?: boolean; reset?: boolean; snapshot?: boolean } = {}): Promise<ServerStats> {
     const q = new URLSearchParams();
     if (opts.gc) q.set('gc', '1');
     if (opts.reset) q.set('reset', '1');
+    if (opts.snapshot) q.set('snapshot', '1');
     const r = await httpGet(this.statsPort, `/stats?${q}`);
     return JSON.parse(r.body) as ServerStats;
   }

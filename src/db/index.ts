@@ -7,6 +7,7 @@ import type { DB } from './tables.js';
 import { migrations } from './migrations/index.js';
 import { ObservedDialect, ReadCache, attachCache } from './cache.js';
 import { PostgresCacheRemote } from './cache_remote.js';
+import { startCheckpointer } from './checkpoints.js';
 import { lazyRequire } from '../lib/lazy.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -62,6 +63,11 @@ export function openDatabase(url: string): Database {
         cache.invalidateAll();
       }
     };
+    let stopCheckpoints: (() => Promise<void>) | null = null;
+    if (target !== ':memory:' && target !== '') {
+      sqlite.pragma('wal_autocheckpoint = 0');
+      stopCheckpoints = startCheckpointer(target, () => sqlite.pragma('wal_autocheckpoint = 1000'));
+    }
     const database = { close: () => sqlite.close(), prepare: statementCache(sqlite) };
     const kysely = new Kysely<DB>({ dialect: new ObservedDialect(new SqliteDialect({ database }), cache) });
     attachCache(kysely, cache);
@@ -71,6 +77,7 @@ export function openDatabase(url: string): Database {
       cache,
       close: async () => {
         await cache.close();
+        await stopCheckpoints?.();
         await kysely.destroy();
       },
     };
