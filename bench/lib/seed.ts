@@ -255,10 +255,10 @@ export async function seed(env: NodeJS.ProcessEnv, sizes: SeedSizes, log: (line:
         topicsPerChannel: 10,
         senderIds: regMembers.filter((_, ui) => ui % 10 === 0).slice(1, 11).map((u) => u.id),
         readerId: member.id,
-        unreadEvery: 2,
+        unreadEvery: 10,
       });
     }
-    log(`  organization "reg": ${regMembers.length} members, ${regChannels.length} channels, ${sizes.registerMessages} messages`);
+    log(`  organization "reg": ${regMembers.length} members, ${regChannels.length} channels, ${sizes.registerMessages} messages (the member has a tenth unread)`);
 
     if (db.dialect === 'postgres') await sql`ANALYZE`.execute(db.kysely);
     const user = (u: Created, h: string): QueueUser => ({ host: h, auth: basicAuth(u.email, u.apiKey) });

@@ -26,13 +26,20 @@ export interface UsersForApiOptions {
  * behind GET /users, GET /users/{id}, GET /users/me and register's realm_users. Rows the caller
  * may not access per can_access_all_users_group are dropped or replaced by placeholders.
  */
+/** A user's dict for a caller; `json` is the dict already serialized, when cached. */
+export interface UserForApi {
+  user: User | null;
+  dict: Record<string, unknown>;
+  json?: string;
+}
+
 export async function getUsersForApi(
   db: Tx,
   config: Config,
   realm: Realm,
   caller: User | null,
   opts: UsersForApiOptions,
-): Promise<{ user: User | null; dict: Record<string, unknown> }[]> {
+): Promise<UserForApi[]> {
   // System bots are listed apart (register's cross_realm_bots), as Zulip's live in another realm;
   // asked for by ID, they are found like anyone else.
   const access = caller ? await loadUserAccess(db, realm, caller) : null;
@@ -47,7 +54,7 @@ export async function getUsersForApi(
     profileData = profileDataByUser(fields, values);
   }
   const ctx = { config, realm, viewer: caller, clientGravatar: opts.clientGravatar, profileData, omitIsActive: opts.omitIsActive };
-  const out: { user: User | null; dict: Record<string, unknown> }[] = [];
+  const out: UserForApi[] = [];
   for (const row of rows) {
     if (access && !access.canAccess(row)) {
       if (opts.userListIncomplete ?? true) continue;
@@ -77,7 +84,10 @@ const realmUserDictsByRole = cachedRead(
       : undefined;
     // A viewer who is none of the users: delivery_email by role alone.
     const ctx = { config, realm, viewer: { id: 0, role }, clientGravatar: opts.clientGravatar, profileData, omitIsActive: opts.omitIsActive };
-    return rows.map((row) => ({ user: row, dict: formatUser(row, ctx) }));
+    return rows.map((row): UserForApi => {
+      const dict = formatUser(row, ctx);
+      return { user: row, dict, json: JSON.stringify(dict) };
+    });
   },
 );
 
@@ -87,16 +97,17 @@ async function everyoneForApi(
   realm: Realm,
   caller: User,
   opts: UsersForApiOptions,
-): Promise<{ user: User | null; dict: Record<string, unknown> }[]> {
+): Promise<UserForApi[]> {
   const list = await realmUserDictsByRole(db, config, realm, caller.role, opts);
-  const own = list.findIndex((e) => e.user.id === caller.id);
+  const own = list.findIndex((e) => e.user?.id === caller.id);
   if (own < 0) return list;
   const out = [...list];
   const profileData = opts.includeCustomProfileFields
     ? profileDataByUser(await fetchCustomProfileFields(db, realm.id), await fetchCustomProfileValues(db, realm.id, [caller.id]))
     : undefined;
   const ctx = { config, realm, viewer: caller, clientGravatar: opts.clientGravatar, profileData, omitIsActive: opts.omitIsActive };
-  out[own] = { user: out[own]!.user, dict: formatUser(out[own]!.user, ctx) };
+  const self = out[own]!.user!;
+  out[own] = { user: self, dict: formatUser(self, ctx) };
   return out;
 }
 

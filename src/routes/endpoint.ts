@@ -5,6 +5,7 @@ import type { Services } from '../services.js';
 import { authenticateApiKey, resolveRealm } from '../plugins/auth.js';
 import { authenticateSession } from '../plugins/session.js';
 import { parseParams, type ParamSpecs, type ParsedParams } from './params.js';
+import { stringifyJson } from '../lib/raw_json.js';
 
 export type AuthMode = 'user' | 'none';
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT';
@@ -99,7 +100,8 @@ export function endpoint<S extends ParamSpecs, A extends AuthMode = 'user'>(
         if (reply.sent) return reply;
         const body: Record<string, unknown> = { result: 'success', msg: '', ...(data ?? {}) };
         if (ignored.length) body.ignored_parameters_unsupported = ignored;
-        return reply.code(200).send(body);
+        // Serialized here so that cached, pre-serialized parts (RawJson) go out as they are.
+        return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(stringifyJson(body));
       },
     });
   }

@@ -8,6 +8,7 @@ import { loadGroupMembership, userHasGroupPermission } from '../../lib/group_set
 import { REALM_GROUP_SETTING_CONFIG, realmSettings, type RealmGroupSettingName } from '../../lib/realm_settings.js';
 import { ROLE_GUEST, ROLE_MODERATOR, ROLE_OWNER, isAdmin } from '../../lib/roles.js';
 import { realmUrl } from '../../lib/urls.js';
+import { RawJson } from '../../lib/raw_json.js';
 
 /**
  * POST /register keys for: realm_user (the user list and the caller's own identity and
@@ -23,7 +24,9 @@ export const fetchUsersState: StateFetcher = async ({ services, realm, user, opt
       userListIncomplete: options.userListIncomplete,
       omitIsActive: true,
     });
-    out.realm_users = users.filter((u) => !u.user || u.user.is_active).map((u) => u.dict);
+    // Most of a register response: the users' dicts come serialized from the cache (lib/users.ts).
+    const active = users.filter((u) => !u.user || u.user.is_active);
+    out.realm_users = new RawJson(`[${active.map((u) => u.json ?? JSON.stringify(u.dict)).join(',')}]`);
     out.realm_non_active_users = users.filter((u) => u.user && !u.user.is_active).map((u) => u.dict);
     out.cross_realm_bots = await getSystemBotsForApi(db, services.config, realm, user);
 
