@@ -8,6 +8,7 @@ import { migrations } from './migrations/index.js';
 import { ObservedDialect, ReadCache, attachCache } from './cache.js';
 import { PostgresCacheRemote } from './cache_remote.js';
 import { startCheckpointer } from './checkpoints.js';
+import { DeferredReceipts } from './receipts.js';
 import { lazyRequire } from '../lib/lazy.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -18,6 +19,10 @@ export interface Database {
   dialect: Dialect;
   /** Cached reads of hot rows, invalidated by every committed write (db/cache.ts, db/cached.ts). */
   cache: ReadCache;
+  /** SQLite: user_messages rows written behind their messages (db/receipts.ts); set once migrated. */
+  receipts: DeferredReceipts | null;
+  /** Called by migrate() once the schema is current. */
+  migrated(): void;
   close(): Promise<void>;
 }
 
@@ -61,6 +66,7 @@ export function openDatabase(url: string): Database {
       if (v !== seen) {
         seen = v;
         cache.invalidateAll();
+        db.receipts?.noteExternalWrite();
       }
     };
     let stopCheckpoints: (() => Promise<void>) | null = null;
@@ -68,19 +74,27 @@ export function openDatabase(url: string): Database {
       sqlite.pragma('wal_autocheckpoint = 0');
       stopCheckpoints = startCheckpointer(target, () => sqlite.pragma('wal_autocheckpoint = 1000'));
     }
-    const database = { close: () => sqlite.close(), prepare: statementCache(sqlite) };
+    const database = { close: () => sqlite.close(), prepare: statementCache(sqlite, () => db.receipts) };
     const kysely = new Kysely<DB>({ dialect: new ObservedDialect(new SqliteDialect({ database }), cache) });
     attachCache(kysely, cache);
-    return {
+    const db: Database = {
       kysely,
       dialect,
       cache,
+      receipts: null,
+      migrated: () => {
+        db.receipts ??= new DeferredReceipts(sqlite, cache);
+      },
       close: async () => {
+        db.receipts?.close();
         await cache.close();
         await stopCheckpoints?.();
         await kysely.destroy();
       },
     };
+    // Opened on an existing database (the command-line tools): staged receipts are readable at once.
+    if (sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'user_messages_pending'").get()) db.migrated();
+    return db;
   }
   const pool = new (pgModule().Pool)({ connectionString: target, max: 10 });
   // An idle client's error (e.g. the server restarting) must not crash the process.
@@ -96,6 +110,8 @@ export function openDatabase(url: string): Database {
     kysely,
     dialect,
     cache,
+    receipts: null,
+    migrated: () => undefined,
     close: async () => {
       await cache.close();
       await kysely.destroy();
@@ -106,17 +122,27 @@ export function openDatabase(url: string): Database {
 /**
  * better-sqlite3's prepare() compiles the SQL every time, and Kysely calls it for every
  * query: reuse compiled statements (Kysely emits the same text for the same query shape).
+ * Kysely prepares each statement just before running it, which makes this the chokepoint
+ * where deferred receipts are materialized before anything reads or writes user_messages.
  */
-function statementCache(sqlite: SQLite.Database, max = 2000): (sql: string) => SQLite.Statement {
-  const statements = new Map<string, SQLite.Statement>();
+function statementCache(
+  sqlite: SQLite.Database,
+  receipts: () => DeferredReceipts | null,
+  max = 2000,
+): (sql: string) => SQLite.Statement {
+  const statements = new Map<string, { stmt: SQLite.Statement; receipts: boolean }>();
   return (sql) => {
-    let stmt = statements.get(sql);
-    if (!stmt) {
-      stmt = sqlite.prepare(sql);
+    let entry = statements.get(sql);
+    if (!entry) {
+      entry = { stmt: sqlite.prepare(sql), receipts: DeferredReceipts.touches(sql) };
       if (statements.size >= max) statements.delete(statements.keys().next().value as string);
-      statements.set(sql, stmt);
+      statements.set(sql, entry);
     }
-    return stmt;
+    if (entry.receipts) {
+      const r = receipts();
+      if (r?.pending) r.flushAll();
+    }
+    return entry.stmt;
   };
 }
 
@@ -137,6 +163,7 @@ export async function migrate(db: Database): Promise<void> {
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${String(error)}`);
   }
+  db.migrated();
 }
 
 /**

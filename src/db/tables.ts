@@ -118,6 +118,12 @@ export interface UserMessageTable {
   flags: Generated<number>;
 }
 
+/** Receipts staged by a send, not yet in user_messages (db/receipts.ts). */
+export interface UserMessagePendingTable {
+  message_id: number;
+  recipients: Buffer;
+}
+
 export interface ReactionTable {
   id: Generated<number>;
   message_id: number;
@@ -383,6 +389,7 @@ export interface DB {
   subscriptions: SubscriptionTable;
   messages: MessageTable;
   user_messages: UserMessageTable;
+  user_messages_pending: UserMessagePendingTable;
   reactions: ReactionTable;
   user_groups: UserGroupTable;
   group_members: GroupMemberTable;

@@ -8,6 +8,7 @@ import { openDatabase, type Database } from '../../src/db/index.js';
 import { doCreateUser } from '../../src/actions/users.js';
 import { fetchRealmByStringId } from '../../src/db/repos/realms.js';
 import { ROLE_MEMBER } from '../../src/lib/roles.js';
+import SQLite from 'better-sqlite3';
 import { childDeployment, type ChildDeployment, type ChildServer } from './child_server.js';
 
 /**
@@ -174,6 +175,8 @@ for (const kind of testDatabases()) {
       assert.ok(acknowledged.length >= KILL_AFTER_ANSWERS && failed > 0, `acknowledged ${acknowledged.length}, failed ${failed}`);
       assert.ok(sends.every((s) => s.id !== undefined || !s.error?.startsWith('HTTP')), 'a send got an HTTP error instead of an id');
 
+      // SQLite: messages whose user_messages rows were still staged (db/receipts.ts) when killed.
+      const staged = kind === 'sqlite' ? stagedReceipts(d.databaseUrl) : 0;
       server = await d.start();
       db = openDatabase(d.databaseUrl);
       const { rows } = await verifyDatabase(db, sends, subscribers, dmParticipants);
@@ -181,7 +184,8 @@ for (const kind of testDatabases()) {
       ok(await client(server.url, members[0]!).post('/messages', { type: 'stream', to: 'burst', topic: 'after', content: 'alive after the crash' }));
       console.log(
         `# crash [${kind}]: ${SENDS} sends, SIGKILL at ${killedAt} ms after ${KILL_AFTER_ANSWERS} answers; ` +
-          `${acknowledged.length} acknowledged (${afterKill} answered after the signal), ${failed} failed, ${rows} rows stored, all complete`,
+          `${acknowledged.length} acknowledged (${afterKill} answered after the signal), ${failed} failed, ${rows} rows stored ` +
+          `(${staged} messages' receipts were staged at the kill), all complete`,
       );
     });
 
@@ -253,4 +257,13 @@ for (const kind of testDatabases()) {
       assert.equal(await server.exited, 0, server.output());
     });
   });
+}
+
+function stagedReceipts(databaseUrl: string): number {
+  const raw = new SQLite(databaseUrl.slice('sqlite:'.length), { readonly: true });
+  try {
+    return raw.prepare('SELECT COUNT(*) FROM user_messages_pending').pluck().get() as number;
+  } finally {
+    raw.close();
+  }
 }

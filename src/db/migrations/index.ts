@@ -6,6 +6,7 @@ import * as m0060 from './0060_org_realm_domain_ids.js';
 import * as m0090 from './0090_server_secrets.js';
 import * as m0091 from './0091_system_bots.js';
 import * as m0040 from './0040_messages_search.js';
+import * as m0041 from './0041_messages_pending_receipts.js';
 import * as m0050 from './0050_events_presence_sequence.js';
 import * as m0100 from './0100_features_files.js';
 
@@ -26,4 +27,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0091_system_bots': m0091,
   '0050_events_presence_sequence': m0050,
   '0100_features_files': m0100,
+  '0041_messages_pending_receipts': m0041,
 };

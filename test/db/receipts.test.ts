@@ -1,0 +1,149 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import SQLite from 'better-sqlite3';
+import { migrate, openDatabase, transaction, type Database } from '../../src/db/index.js';
+import { insertMessage } from '../../src/db/repos/messages.js';
+import { freshDatabaseUrl } from '../helpers/server.js';
+import { ok } from '../helpers/assert.js';
+import { createChannel, subscribe, sendStream, uniqueName } from '../api/messages_send.fixtures.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * Deferred receipts (db/receipts.ts): on SQLite a send commits one user_messages_pending row
+ * per message and the user_messages rows follow in sorted batches. Nothing may observe the
+ * difference: every statement naming user_messages materializes first, in its transaction,
+ * another connection (the command-line tools, a restart after a crash) sees the rows, and a
+ * rolled-back send leaves nothing behind.
+ */
+describe('deferred receipts [sqlite]', () => {
+  let url: string;
+  let drop: () => Promise<void>;
+  let db: Database;
+  /** A plain connection: it reads the tables as stored, without materializing anything. */
+  let raw: SQLite.Database;
+  let nextMessage = 0;
+
+  before(async () => {
+    ({ url, drop } = await freshDatabaseUrl('sqlite'));
+    db = openDatabase(url);
+    await migrate(db);
+    raw = new SQLite(url.slice('sqlite:'.length), { readonly: true });
+  });
+  after(async () => {
+    raw.close();
+    await db.close();
+    await drop();
+  });
+
+  const count = (sql: string, ...args: unknown[]): number => (raw.prepare(sql).pluck().get(...args) as number) ?? 0;
+  const stored = (messageId: number): number => count('SELECT COUNT(*) FROM user_messages WHERE message_id = ?', messageId);
+  const pendingRows = (): number => count('SELECT COUNT(*) FROM user_messages_pending');
+
+  /** Writes a message and stages its receipts (users 1..n; user 1 has read it), as a send does. */
+  async function stagedMessage(on: Database, recipients: number, fail = false): Promise<number> {
+    const id = await transaction(on, async (tx) => {
+      const m = await insertMessage(tx, {
+        realm_id: 1,
+        sender_id: 1,
+        type: 'stream',
+        stream_id: 1,
+        topic: 't',
+        topic_lc: 't',
+        dm_key: null,
+        content: `message ${++nextMessage}`,
+        rendered_content: '<p>m</p>',
+        date_sent: 0,
+        sending_client: 'test',
+        has_link: 0,
+        has_image: 0,
+        has_attachment: 0,
+      });
+      on.receipts!.stage(Array.from({ length: recipients }, (_, i) => ({ user_id: recipients - i, message_id: m.id, flags: i === recipients - 1 ? 1 : 0 })));
+      if (fail) throw new Error('rolled back');
+      return m.id;
+    });
+    return id;
+  }
+
+  test('a send commits one pending row; the next statement naming user_messages inserts the rows first, with their flags', async () => {
+    const id = await stagedMessage(db, 3);
+    assert.equal(pendingRows(), 1);
+    assert.equal(stored(id), 0, 'the rows are deferred');
+    const rows = await db.kysely.selectFrom('user_messages').selectAll().where('message_id', '=', id).orderBy('user_id').execute();
+    assert.deepEqual(rows, [
+      { user_id: 1, message_id: id, flags: 1 },
+      { user_id: 2, message_id: id, flags: 0 },
+      { user_id: 3, message_id: id, flags: 0 },
+    ]);
+    assert.equal(pendingRows(), 0);
+    assert.equal(stored(id), 3);
+  });
+
+  test('a write to user_messages also materializes first (marking the deferred rows read updates them)', async () => {
+    const id = await stagedMessage(db, 2);
+    const res = await db.kysely.updateTable('user_messages').set({ flags: 1 }).where('message_id', '=', id).executeTakeFirst();
+    assert.equal(Number(res.numUpdatedRows), 2);
+    assert.equal(count('SELECT COUNT(*) FROM user_messages WHERE message_id = ? AND flags = 1', id), 2);
+  });
+
+  test('a rolled-back send stages nothing', async () => {
+    await assert.rejects(stagedMessage(db, 2, true), /rolled back/);
+    assert.equal(pendingRows(), 0);
+    await db.kysely.selectFrom('user_messages').select('user_id').limit(1).execute();
+    assert.equal(count('SELECT COUNT(*) FROM user_messages WHERE message_id > ?', nextMessage + 100), 0);
+  });
+
+  test('the background materializes a 10,000-recipient message in slices, with the event loop free between them', async () => {
+    const id = await stagedMessage(db, 10_000);
+    db.receipts!.schedule(0);
+    const seen = new Set<number>();
+    for (let spins = 0; stored(id) < 10_000; spins++) {
+      assert.ok(spins < 100_000, 'materialization did not finish');
+      seen.add(stored(id));
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.equal(pendingRows(), 0);
+    assert.ok([...seen].some((n) => n > 0 && n < 10_000), `no partial state between slices: saw ${[...seen].join(', ')}`);
+  });
+
+  test('another connection (the command-line tools, a restart after a crash) sees rows staged by this one', async () => {
+    const id = await stagedMessage(db, 4);
+    const other = openDatabase(url);
+    try {
+      const rows = await other.kysely.selectFrom('user_messages').select('user_id').where('message_id', '=', id).execute();
+      assert.equal(rows.length, 4);
+      assert.equal(pendingRows(), 0);
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('deleting a message with staged receipts leaves no pending row behind', async () => {
+    const id = await stagedMessage(db, 2);
+    await db.kysely.deleteFrom('messages').where('id', '=', id).execute();
+    assert.equal(pendingRows(), 0);
+  });
+});
+
+describe('deferred receipts through the API [sqlite]', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startServer('sqlite');
+  });
+  after(async () => {
+    await s.close();
+  });
+
+  test('a message is unread for its recipients at once, and read for a sender who asked (read_by_sender)', async () => {
+    const { hamlet, othello } = s.cast;
+    const channel = await createChannel(s, uniqueName('receipts'));
+    await subscribe(s, channel, [hamlet.user, othello.user]);
+    const id = await sendStream(hamlet.client, channel.name, 'deferred', 'hello', { read_by_sender: true });
+    const narrow = JSON.stringify([{ operator: 'is', operand: 'unread' }, { operator: 'channel', operand: channel.id }]);
+    const unread = ok(await othello.client.get('/messages', { anchor: 'newest', num_before: 10, num_after: 0, narrow }));
+    assert.deepEqual(unread.messages.map((m: { id: number }) => m.id), [id]);
+    assert.deepEqual(unread.messages[0].flags, []);
+    const own = ok(await hamlet.client.get('/messages', { anchor: id, num_before: 0, num_after: 0 }));
+    assert.deepEqual(own.messages[0].flags, ['read']);
+  });
+});
