@@ -1,8 +1,9 @@
 /**
- * npm run bench [-- --quick] [-- --only send,fanout] [-- --cpu-prof] [-- --set fanoutUsers=2000]
+ * npm run bench [-- --quick] [-- --only send,fanout] [-- --cpu-prof] [-- --set fanoutUsers=2000] [-- --processes 2]
  *
  * Starts Parley as a child process on a fresh database (SQLite; PostgreSQL and Redis when
- * BENCH_POSTGRES_URL / BENCH_REDIS_URL are set), generates the data, runs every scenario
+ * BENCH_POSTGRES_URL / BENCH_REDIS_URL are set; --processes N starts N of them sharing
+ * PostgreSQL and Redis, one port each), generates the data, runs every scenario
  * against it from a separate load-generator process, measures the ceiling (a bare node:http
  * server under the same load generator), prints one table and writes the same figures as
  * JSON under bench/results/. See docs/performance.md for the targets and the figures.
@@ -12,10 +13,10 @@ import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { buildServer, captureOutput, fdLimit, pinning, RESULTS_DIR, ROOT, spawnPinned } from './lib/proc.js';
-import { BenchServer, httpGet, serverEnv, type BenchTarget, type ServerStats } from './lib/server.js';
+import { buildServer, captureOutput, fdLimit, pinningFor, RESULTS_DIR, ROOT, spawnPinned } from './lib/proc.js';
+import { BenchServer, httpGet, serverEnv, ServerGroup, type BenchTarget, type ServerStats } from './lib/server.js';
 import { seed, type SeedSizes, type Seeded } from './lib/seed.js';
-import { freePort, sleep, wallMs, type LatencySummary } from './lib/util.js';
+import { freePort, machineBusyPercent, machineCpu, sleep, wallMs, type LatencySummary } from './lib/util.js';
 import { LoadGenerator, type AutocannonRequest, type QueueUser } from './load/jobs.js';
 
 const SCENARIOS = ['send', 'fanout', 'idle', 'history', 'register', 'start'] as const;
@@ -25,12 +26,14 @@ interface Options {
   quick: boolean;
   only: Set<Scenario>;
   cpuProf: boolean;
+  /** --processes N: server processes sharing PostgreSQL and Redis. */
+  processes: number;
   /** --set name=value overrides of the sizes and durations below, for experiments. */
   overrides: Record<string, number>;
 }
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { quick: false, only: new Set(SCENARIOS), cpuProf: false, overrides: {} };
+  const opts: Options = { quick: false, only: new Set(SCENARIOS), cpuProf: false, processes: 1, overrides: {} };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick') opts.quick = true;
@@ -40,6 +43,10 @@ function parseArgs(argv: string[]): Options {
       const picked = list.split(',').map((s) => s.trim()) as Scenario[];
       for (const s of picked) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
       opts.only = new Set(picked);
+    } else if (a === '--processes' || a.startsWith('--processes=')) {
+      const n = Number(a === '--processes' ? argv[++i] : a.slice('--processes='.length));
+      if (!Number.isInteger(n) || n < 1) throw new Error('--processes needs a whole number of server processes, 1 or more');
+      opts.processes = n;
     } else if (a === '--set') {
       const [name, value] = (argv[++i] ?? '').split('=');
       if (!name || !(name in FULL) || !Number.isFinite(Number(value))) throw new Error(`--set needs name=number, name one of ${Object.keys(FULL).join(', ')}`);
@@ -144,6 +151,7 @@ interface SendResult {
   polls: number;
   failed: number;
   firstFailure: string;
+  clientCpuPercent: number;
 }
 
 function checkAutocannon(name: string, r: AutocannonResult): void {
@@ -151,9 +159,9 @@ function checkAutocannon(name: string, r: AutocannonResult): void {
   if (r.latency.count === 0) throw new Error(`${name}: no request completed`);
 }
 
-async function measureCeiling(load: LoadGenerator, plan: Plan, user: QueueUser): Promise<number> {
+async function measureCeiling(load: LoadGenerator, plan: Plan, user: QueueUser, core: number | null): Promise<number> {
   const port = await freePort();
-  const child = spawnPinned({ core: pinning.server, args: ['--import', 'tsx', join(ROOT, 'bench', 'ceiling_server.ts'), String(port)] });
+  const child = spawnPinned({ core, args: ['--import', 'tsx', join(ROOT, 'bench', 'ceiling_server.ts'), String(port)] });
   const output = captureOutput(child);
   try {
     for (let i = 0; ; i++) {
@@ -165,7 +173,7 @@ async function measureCeiling(load: LoadGenerator, plan: Plan, user: QueueUser):
         await sleep(5);
       }
     }
-    await load.run({ kind: 'configure', port });
+    await load.run({ kind: 'configure', ports: [port] });
     const r = await load.run<AutocannonResult>({
       kind: 'autocannon',
       connections: 50,
@@ -202,14 +210,14 @@ async function createPostgresDatabase(admin: string): Promise<{ url: string; dro
 const REGISTER_MINIMAL = `fetch_event_types=${encodeURIComponent('["message"]')}&apply_markdown=true&client_gravatar=true`;
 
 async function withServer<T>(
-  server: BenchServer,
+  server: ServerGroup,
   load: LoadGenerator,
-  port: number,
+  ports: number[],
   env: NodeJS.ProcessEnv,
   fn: (startMs: number) => Promise<T>,
 ): Promise<T> {
-  const startMs = await server.start(env, port);
-  await load.run({ kind: 'configure', port });
+  const startMs = await server.start(env, ports);
+  await load.run({ kind: 'configure', ports });
   try {
     return await fn(startMs);
   } finally {
@@ -223,6 +231,16 @@ async function main(): Promise<void> {
   const only = opts.only;
   const needsHistory = only.has('history') || only.has('start');
   const sizes: SeedSizes = { ...plan, historyMessages: needsHistory ? plan.historyMessages : Math.min(plan.historyMessages, 1000) };
+  const dbKind = process.env.BENCH_POSTGRES_URL ? 'postgres' : 'sqlite';
+  const redisUrl = process.env.BENCH_REDIS_URL || null;
+  const processes = opts.processes;
+  if (processes > 1 && (dbKind !== 'postgres' || !redisUrl)) {
+    throw new Error(
+      `--processes ${processes} needs BENCH_POSTGRES_URL and BENCH_REDIS_URL: several processes share a PostgreSQL database and Redis (docs/scaling.md); on SQLite each process keeps its event queues to itself and would never see the others' messages`,
+    );
+  }
+  if (processes > 1 && process.env.BENCH_HEAP_SNAPSHOTS === '1') throw new Error('BENCH_HEAP_SNAPSHOTS=1 needs one server process');
+  const pinning = pinningFor(processes);
   const fds = fdLimit();
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   const machine = {
@@ -231,12 +249,11 @@ async function main(): Promise<void> {
     memoryGiB: Math.round(totalmem() / 2 ** 30),
     node: process.version,
     loadAverageAtStart: loadavg().map((v) => Number(v.toFixed(2))),
-    pinning: pinning.describe(),
+    pinning: `${pinning.describe()}${dbKind === 'postgres' ? '; PostgreSQL and Redis not pinned' : ''}`,
     fdLimit: fds,
   };
-  const dbKind = process.env.BENCH_POSTGRES_URL ? 'postgres' : 'sqlite';
-  const redisUrl = process.env.BENCH_REDIS_URL || null;
-  log(`Parley bench (${opts.quick ? 'quick' : 'full'}): ${dbKind}${redisUrl ? ' + redis' : ''}, ${machine.pinning}`);
+  const servers = processes === 1 ? 'one server process' : `${processes} server processes`;
+  log(`Parley bench (${opts.quick ? 'quick' : 'full'}): ${dbKind}${redisUrl ? ' + redis' : ''}, ${servers}; ${machine.pinning}`);
   log(`  ${cpu}, node ${process.version}, open-file limit ${fds}, load average ${machine.loadAverageAtStart.join(' ')}`);
 
   mkdirSync(RESULTS_DIR, { recursive: true });
@@ -261,22 +278,28 @@ async function main(): Promise<void> {
   const profileDir = join(RESULTS_DIR, 'profiles');
   // BENCH_SERVER_FLAGS: extra node flags for the server (e.g. --trace-gc), for experiments.
   const extraFlags = (process.env.BENCH_SERVER_FLAGS ?? '').split(/\s+/).filter(Boolean);
-  const serverFor = (scenario: string): BenchServer =>
-    new BenchServer(serverJs, target, [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, scenario)}`] : []), ...extraFlags]);
-  // Every server of a run listens on the same port: EXTERNAL_URL (and so the fake email domain) stays put.
-  const port = await freePort();
+  const nodeFlags = (scenario: string): string[] => [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, scenario)}`] : []), ...extraFlags];
+  const serverFor = (scenario: string): ServerGroup =>
+    new ServerGroup(Array.from({ length: processes }, (_, k) => new BenchServer(serverJs, target, pinning.server(k), nodeFlags(scenario))));
+  // Every server of a run listens on the same ports: EXTERNAL_URL (and so the fake email domain) stays put.
+  const ports: number[] = [];
+  while (ports.length < processes) {
+    const p = await freePort();
+    if (!ports.includes(p)) ports.push(p);
+  }
+  const port = ports[0]!;
   const redisEnv = (scenario: string): NodeJS.ProcessEnv => ({ PARLEY_REDIS_PREFIX: `${target.redisPrefix}${scenario}:` });
-  const load = LoadGenerator.start();
+  const load = LoadGenerator.start(pinning.load);
   let failed = false;
   try {
     // Ceiling.
-    const ceiling = await measureCeiling(load, plan, { host: `localhost:${port}`, auth: 'Basic eDp5' });
+    const ceiling = await measureCeiling(load, plan, { host: `localhost:${port}`, auth: 'Basic eDp5' }, pinning.server(0));
     results.ceiling = { requestsPerSecond: ceiling, connections: 50 };
     row('ceiling', 'bare node:http, small JSON, 50 connections', `${num(ceiling)} req/s`);
     log(`ceiling: ${num(ceiling)} req/s`);
 
     // Start on an empty database (migrations and the default organization included).
-    const emptyStart = await withServer(serverFor('start-empty'), load, port, redisEnv('start'), async (startMs) => startMs);
+    const emptyStart = await withServer(serverFor('start-empty'), load, ports, redisEnv('start'), async (startMs) => startMs);
     log(`start (empty database): ${ms(emptyStart)}`);
 
     log('generating data...');
@@ -285,8 +308,8 @@ async function main(): Promise<void> {
     results.data = { ...sizes, seedMs: Math.round(wallMs() - seedT0), timings: data.timings };
     log(`data ready in ${((wallMs() - seedT0) / 1000).toFixed(1)} s`);
 
-    const loadedStart = await withServer(serverFor('history'), load, port, redisEnv('history'), async (startMs) => {
-      if (only.has('history')) await runHistory(load, plan, data);
+    const loadedStart = await withServer(serverFor('history'), load, ports, redisEnv('history'), async (startMs) => {
+      if (only.has('history')) await runHistory(load, plan, data, processes);
       return startMs;
     });
     if (only.has('start')) {
@@ -295,16 +318,19 @@ async function main(): Promise<void> {
       row('start', `${num(sizes.historyMessages)}-message database`, ms(loadedStart), '< 1000 ms', loadedStart < 1000);
       log(`start (loaded database): ${ms(loadedStart)}`);
     }
-    if (only.has('register')) await withServer(serverFor('register'), load, port, redisEnv('register'), () => runRegister(load, plan, data));
-    if (only.has('send')) await withServer(serverFor('send'), load, port, redisEnv('send'), () => runSend(load, plan, data, ceiling));
+    if (only.has('register')) await withServer(serverFor('register'), load, ports, redisEnv('register'), () => runRegister(load, plan, data, processes));
+    if (only.has('send')) {
+      const server = serverFor('send');
+      await withServer(server, load, ports, redisEnv('send'), () => runSend(load, server, plan, data, ceiling));
+    }
     if (only.has('fanout')) {
       const server = serverFor('fanout');
-      await withServer(server, load, port, redisEnv('fanout'), () => runFanout(load, server, plan, data));
+      await withServer(server, load, ports, redisEnv('fanout'), () => runFanout(load, server, plan, data));
     }
     if (only.has('idle')) {
       const server = serverFor('idle');
       const env = { ...redisEnv('idle'), PARLEY_HEARTBEAT_SECONDS: String(plan.idleHeartbeatSeconds) };
-      await withServer(server, load, port, env, () => runIdle(load, server, plan, data, fds));
+      await withServer(server, load, ports, env, () => runIdle(load, server, plan, data, fds));
     }
   } catch (e) {
     failed = true;
@@ -321,20 +347,27 @@ async function main(): Promise<void> {
     mode: opts.quick ? 'quick' : 'full',
     database: dbKind,
     redis: redisUrl !== null,
+    processes,
     machine: { ...machine, loadAverageAtEnd: loadavg().map((v) => Number(v.toFixed(2))) },
     durationSeconds: Math.round((wallMs() - t0) / 1000),
     results,
     table: rows,
   };
-  printTable(report.mode, machine.pinning);
+  printTable(`${report.mode}; ${servers}; ${machine.pinning}`);
   const stamp = report.date.replace(/[:.]/g, '-');
-  const file = join(RESULTS_DIR, `bench-${report.mode}-${dbKind}${redisUrl ? '-redis' : ''}-${stamp}.json`);
+  const file = join(RESULTS_DIR, `bench-${report.mode}-${dbKind}${redisUrl ? '-redis' : ''}${processes > 1 ? `-${processes}proc` : ''}-${stamp}.json`);
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(RESULTS_DIR, `latest-${report.mode}.json`), `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`\nWrote ${file} (${report.durationSeconds} s)\n`);
 }
 
-async function runHistory(load: LoadGenerator, plan: Plan, data: Seeded): Promise<void> {
+/** " over N processes" when there are several: queues and senders spread round-robin, memory and CPU added up. */
+const overProcesses = (server: ServerGroup): string => (server.servers.length > 1 ? ` over ${server.servers.length} processes` : '');
+
+/** " (one connection to each of N processes)" when there are several: N requests in flight. */
+const perProcess = (processes: number): string => (processes > 1 ? ` (one connection to each of ${processes} processes)` : '');
+
+async function runHistory(load: LoadGenerator, plan: Plan, data: Seeded, processes: number): Promise<void> {
   const requests: AutocannonRequest[] = [];
   const headers = { host: data.host, authorization: data.reader.auth };
   for (let i = 0; i < 200; i++) {
@@ -358,13 +391,13 @@ async function runHistory(load: LoadGenerator, plan: Plan, data: Seeded): Promis
   });
   checkAutocannon('history search', searchRun);
   results.history = { topic, search: searchRun };
-  row('history', 'channel+topic, newest 100: p50', ms(topic.latency.p50), '< 3 ms', topic.latency.p50 < 3);
+  row('history', `channel+topic, newest 100${perProcess(processes)}: p50`, ms(topic.latency.p50), '< 3 ms', topic.latency.p50 < 3);
   row('history', 'channel+topic, newest 100: p99', ms(topic.latency.p99), '< 10 ms', topic.latency.p99 < 10);
   row('history', `search "${data.searchWord}", newest 100: p50 / p99`, `${ms(searchRun.latency.p50)} / ${ms(searchRun.latency.p99)}`);
   log(`history: p50 ${ms(topic.latency.p50)} p99 ${ms(topic.latency.p99)}; search p50 ${ms(searchRun.latency.p50)} p99 ${ms(searchRun.latency.p99)}`);
 }
 
-async function runRegister(load: LoadGenerator, plan: Plan & SeedSizes, data: Seeded): Promise<void> {
+async function runRegister(load: LoadGenerator, plan: Plan & SeedSizes, data: Seeded, processes: number): Promise<void> {
   const r = await load.run<AutocannonResult>({
     kind: 'autocannon',
     connections: 1,
@@ -381,7 +414,7 @@ async function runRegister(load: LoadGenerator, plan: Plan & SeedSizes, data: Se
   });
   checkAutocannon('register', r);
   results.register = r;
-  row('register', `member of ${num(plan.registerUsers)} users / ${plan.registerChannels} channels: p50`, ms(r.latency.p50), '< 15 ms', r.latency.p50 < 15);
+  row('register', `member of ${num(plan.registerUsers)} users / ${plan.registerChannels} channels${perProcess(processes)}: p50`, ms(r.latency.p50), '< 15 ms', r.latency.p50 < 15);
   row('register', 'p99 / response size', `${ms(r.latency.p99)} / ${num(r.bytesPerResponse / 1024)} KiB`);
   log(`register: p50 ${ms(r.latency.p50)} p99 ${ms(r.latency.p99)}, ${num(r.bytesPerResponse)} bytes`);
 }
@@ -392,7 +425,7 @@ function checkSend(name: string, r: SendResult): void {
   if (r.measuredSends === 0) throw new Error(`${name}: no message sent`);
 }
 
-async function runSend(load: LoadGenerator, plan: Plan & SeedSizes, data: Seeded, ceiling: number): Promise<void> {
+async function runSend(load: LoadGenerator, server: ServerGroup, plan: Plan & SeedSizes, data: Seeded, ceiling: number): Promise<void> {
   const subscribers = data.users.slice(0, plan.sendSubscribers);
   const reg = await load.run<{ registered: number; errors: number; firstError: string }>({
     kind: 'register',
@@ -406,6 +439,9 @@ async function runSend(load: LoadGenerator, plan: Plan & SeedSizes, data: Seeded
   await load.run({ kind: 'hold', set: 'send' });
   const topics = Array.from({ length: 5 }, (_, i) => `send topic ${i}`);
   const common = { senders: subscribers, stream: data.sendStream, topics, trackSet: 'send' };
+  const cpuBefore = await server.each();
+  const machineBefore = machineCpu();
+  const cpuFrom = wallMs();
   const max = await load.run<SendResult>({
     kind: 'send',
     mode: 'closed',
@@ -416,20 +452,29 @@ async function runSend(load: LoadGenerator, plan: Plan & SeedSizes, data: Seeded
     ...common,
   });
   checkSend('send (throughput)', max);
+  const cpuAfter = await server.each();
+  const cpuWindow = wallMs() - cpuFrom;
+  // Each server process's CPU over the closed-loop run (warm-up and last deliveries included),
+  // and the whole machine's (database, Redis, load generator and anything else running).
+  const serverCpuPercent = cpuAfter.map((s, k) => Math.round((BenchServer.cpuMs(cpuBefore[k]!, s) / cpuWindow) * 100));
+  const machineCpuPercent = Math.round(machineBusyPercent(machineBefore, machineCpu()));
   const rate = Math.max(1, Math.floor(max.messagesPerSecond / 2));
   const half = await load.run<SendResult>({ kind: 'send', mode: 'open', concurrency: 0, rate, warmupMs: 1000, durationMs: plan.sendMs, ...common });
   checkSend('send (half rate)', half);
   await load.run({ kind: 'release', set: 'send' });
-  results.send = { subscribers: subscribers.length, concurrentSenders: subscribers.length, max, halfRate: { rate, ...half } };
+  results.send = { subscribers: subscribers.length, concurrentSenders: subscribers.length, serverCpuPercent, machineCpuPercent, max, halfRate: { rate, ...half } };
   const fraction = max.messagesPerSecond / ceiling;
-  row('send', `${subscribers.length} senders, ${subscribers.length} subscribers polling: messages/s`, `${num(max.messagesPerSecond)} (${(fraction * 100).toFixed(1)}% of ceiling)`, '>= 25% of ceiling', fraction >= 0.25);
+  const spread = overProcesses(server);
+  row('send', `${subscribers.length} senders, ${subscribers.length} subscribers polling${spread}: messages/s`, `${num(max.messagesPerSecond)} (${(fraction * 100).toFixed(1)}% of ceiling)`, '>= 25% of ceiling', fraction >= 0.25);
   row('send', 'at full load: send p50 / p99', `${ms(max.send.p50)} / ${ms(max.send.p99)}`);
   row('send', `at half rate (${num(rate)}/s): send p50 / p99`, `${ms(half.send.p50)} / ${ms(half.send.p99)}`, 'p99 < 20 ms', half.send.p99 < 20);
   row('send', 'at half rate: delivery to all queues p50 / p99', `${ms(half.delivery.p50)} / ${ms(half.delivery.p99)}`, 'p99 < 10 ms', half.delivery.p99 < 10);
-  log(`send: ${num(max.messagesPerSecond)} msg/s (${(fraction * 100).toFixed(1)}% of ceiling); at ${rate}/s send p99 ${ms(half.send.p99)}, delivery p99 ${ms(half.delivery.p99)}`);
+  log(
+    `send: ${num(max.messagesPerSecond)} msg/s (${(fraction * 100).toFixed(1)}% of ceiling), server CPU ${serverCpuPercent.map((c) => `${c}%`).join(' + ')}, load generator CPU ${max.clientCpuPercent.toFixed(0)}%, all ${cpus().length} cores ${machineCpuPercent}% busy; at ${rate}/s send p99 ${ms(half.send.p99)}, delivery p99 ${ms(half.delivery.p99)}`,
+  );
 }
 
-async function runFanout(load: LoadGenerator, server: BenchServer, plan: Plan, data: Seeded): Promise<void> {
+async function runFanout(load: LoadGenerator, server: ServerGroup, plan: Plan, data: Seeded): Promise<void> {
   const reg = await load.run<{ registered: number; errors: number; firstError: string; latency: LatencySummary }>({
     kind: 'register',
     set: 'fanout',
@@ -482,11 +527,12 @@ async function runFanout(load: LoadGenerator, server: BenchServer, plan: Plan, d
   await load.run({ kind: 'release', set: 'fanout' });
   const worst = { deliveredMs: Math.max(...rounds.map((r) => r.deliveredMs)), maxStallMs: Math.max(...rounds.map((r) => r.maxStallMs)) };
   results.fanout = { queues: data.users.length, registerLatency: reg.latency, warmupDeliveredMs: warmup.deliveredMs, rounds, worst };
-  row('fanout', `1 message to ${num(data.users.length)} held queues: last delivered (worst of ${rounds.length})`, ms(worst.deliveredMs), '<= 1000 ms', worst.deliveredMs <= 1000);
-  row('fanout', 'longest event-loop stall meanwhile', ms(worst.maxStallMs), '<= 50 ms', worst.maxStallMs <= 50);
+  const spread = overProcesses(server);
+  row('fanout', `1 message to ${num(data.users.length)} held queues${spread}: last delivered (worst of ${rounds.length})`, ms(worst.deliveredMs), '<= 1000 ms', worst.deliveredMs <= 1000);
+  row('fanout', `longest event-loop stall meanwhile${server.servers.length > 1 ? ' (any process)' : ''}`, ms(worst.maxStallMs), '<= 50 ms', worst.maxStallMs <= 50);
 }
 
-async function runIdle(load: LoadGenerator, server: BenchServer, plan: Plan, data: Seeded, fds: number): Promise<void> {
+async function runIdle(load: LoadGenerator, server: ServerGroup, plan: Plan, data: Seeded, fds: number): Promise<void> {
   // Each held poll costs the server and the load generator one descriptor; keep a margin for the rest.
   const count = Math.max(1, Math.min(plan.idleMax, fds - 1000));
   await server.settle();
@@ -538,18 +584,18 @@ async function runIdle(load: LoadGenerator, server: BenchServer, plan: Plan, dat
     heartbeatsAnswered: heartbeats,
     cpuPercentOfOneCore: cpuPercent,
   };
-  row('idle', `${num(count)} held long-polls (fd limit ${num(fds)}): memory per 1,000`, `${perThousandMiB.toFixed(2)} MiB (heap ${heapPerThousandMiB.toFixed(2)})`, '<= 12 MB', perThousandMiB * 1.048576 <= 12);
-  row('idle', `heartbeats every ${plan.idleHeartbeatSeconds} s: CPU over ${(windowMs / 1000).toFixed(0)} s`, `${cpuPercent.toFixed(2)}% of a core (${num(heartbeats)} heartbeats)`);
+  row('idle', `${num(count)} held long-polls${overProcesses(server)} (fd limit ${num(fds)}): memory per 1,000`, `${perThousandMiB.toFixed(2)} MiB (heap ${heapPerThousandMiB.toFixed(2)})`, '<= 12 MB', perThousandMiB * 1.048576 <= 12);
+  row('idle', `heartbeats every ${plan.idleHeartbeatSeconds} s: CPU over ${(windowMs / 1000).toFixed(0)} s${server.servers.length > 1 ? ', all processes' : ''}`, `${cpuPercent.toFixed(2)}% of a core (${num(heartbeats)} heartbeats)`);
   log(`idle: ${count} queues, ${perThousandMiB.toFixed(2)} MiB per 1000, heartbeat CPU ${cpuPercent.toFixed(2)}%`);
 }
 
-function printTable(mode: string, pin: string): void {
+function printTable(title: string): void {
   const header: Row = { scenario: 'scenario', metric: 'metric', value: 'value', target: 'target', ok: null };
   const cells = (r: Row): string[] => [r.scenario, r.metric, r.value, r.target, r.ok === null ? '' : r.ok ? 'meets' : 'MISSES'];
   const all = [header, ...rows].map(cells);
   const widths = all[0]!.map((_, i) => Math.max(...all.map((c) => c[i]!.length)));
   const line = (c: string[]): string => c.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
-  process.stdout.write(`\nParley bench (${mode}; ${pin})\n`);
+  process.stdout.write(`\nParley bench (${title})\n`);
   process.stdout.write(`${line(all[0]!)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n`);
   for (const c of all.slice(1)) process.stdout.write(`${line(c)}\n`);
 }

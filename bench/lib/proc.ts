@@ -11,19 +11,34 @@ export const RESULTS_DIR = join(ROOT, 'bench', 'results');
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const cores = availableParallelism();
 
+export interface Pinning {
+  /** The core of server process k (0-based; the ceiling server runs where server 0 does), or null. */
+  server(k: number): number | null;
+  load: number | null;
+  describe(): string;
+}
+
 /**
- * Where each process runs: the server on core 0, the load generator on core 1, so the
- * generator never steals the server's CPU. Without taskset (or with one core) nothing is pinned.
+ * Where each process runs. One server process: the server on core 0, the load generator on
+ * core 1, so the generator never steals the server's CPU. Several: server k on core k (modulo
+ * the cores) and the load generator unpinned, sharing the cores with them, since there is no
+ * core left for it. Without taskset nothing is pinned.
  */
-export const pinning = {
-  server: hasTaskset ? 0 : null,
-  load: hasTaskset && cores >= 2 ? 1 : null,
-  describe(): string {
-    if (!hasTaskset) return `not pinned (no taskset); ${cores} cores shared by server and load generator`;
-    if (cores < 2) return 'server pinned to core 0 (taskset); one core, shared with the load generator';
-    return `server pinned to core 0, load generator to core 1 (taskset -c); ${cores} cores`;
-  },
-};
+export function pinningFor(processes: number): Pinning {
+  const servers = processes === 1 ? 'server' : `${processes} server processes`;
+  if (!hasTaskset) return { server: () => null, load: null, describe: () => `not pinned (no taskset); ${cores} cores shared by ${servers} and load generator` };
+  if (processes === 1) {
+    if (cores < 2) return { server: () => 0, load: null, describe: () => 'server pinned to core 0 (taskset); one core, shared with the load generator' };
+    return { server: () => 0, load: 1, describe: () => `server pinned to core 0, load generator to core 1 (taskset -c); ${cores} cores` };
+  }
+  const server = (k: number): number => k % cores;
+  const where = Array.from({ length: processes }, (_, k) => `#${k + 1} on core ${server(k)}`).join(', ');
+  return {
+    server,
+    load: null,
+    describe: () => `${servers} pinned (taskset -c: ${where}); load generator not pinned, sharing the ${cores} cores with the servers`,
+  };
+}
 
 // Raise the open-file limit to the hard limit: tens of thousands of held long-polls need as many sockets.
 const RAISE_FD = 'h=$(ulimit -Hn); [ "$h" = unlimited ] && h=1048576; ulimit -n "$h" 2>/dev/null';

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { captureOutput, pinning, spawnPinned } from './proc.js';
+import { captureOutput, spawnPinned } from './proc.js';
 import { freePort, sleep, wallMs } from './util.js';
 
 export interface ServerStats {
@@ -42,8 +42,11 @@ export function httpGet(port: number, path: string, headers: Record<string, stri
   });
 }
 
-/** The environment every bench server runs with: rate limits off, quiet logs, the debug stats listener on. */
-export function serverEnv(target: BenchTarget, port: number, statsPort: number, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+/**
+ * The environment every bench server runs with: rate limits off, quiet logs, the debug stats
+ * listener on. `externalPort` is the port of EXTERNAL_URL, the same for every process of a group.
+ */
+export function serverEnv(target: BenchTarget, port: number, statsPort: number, extra: NodeJS.ProcessEnv = {}, externalPort = port): NodeJS.ProcessEnv {
   return {
     DATABASE_URL: target.databaseUrl,
     REDIS_URL: target.redisUrl ?? '',
@@ -51,7 +54,7 @@ export function serverEnv(target: BenchTarget, port: number, statsPort: number, 
     PARLEY_DATA_DIR: target.dataDir,
     PORT: String(port),
     HOST: '127.0.0.1',
-    EXTERNAL_URL: `http://localhost:${port}`,
+    EXTERNAL_URL: `http://localhost:${externalPort}`,
     PARLEY_OWNER_EMAIL: target.ownerEmail,
     PARLEY_OWNER_PASSWORD: target.ownerPassword,
     PARLEY_RATE_LIMITS: 'off',
@@ -64,7 +67,7 @@ export function serverEnv(target: BenchTarget, port: number, statsPort: number, 
 }
 
 /**
- * A Parley server child process pinned to the server core. `start` returns the time from
+ * A Parley server child process pinned to `core` (when not null). `start` returns the time from
  * spawning to the first answered request (GET /api/v1/server_settings), polled every 2 ms.
  */
 export class BenchServer {
@@ -72,25 +75,28 @@ export class BenchServer {
   private output: () => string = () => '';
   port = 0;
   statsPort = 0;
+  private external = 0;
 
   constructor(
     private readonly serverJs: string,
     private readonly target: BenchTarget,
+    private readonly core: number | null,
     private readonly nodeFlags: string[] = [],
   ) {}
 
   get externalPort(): number {
-    return this.port;
+    return this.external;
   }
 
-  async start(extraEnv: NodeJS.ProcessEnv = {}, port?: number): Promise<number> {
+  async start(extraEnv: NodeJS.ProcessEnv = {}, port?: number, externalPort?: number): Promise<number> {
     this.port = port ?? (await freePort());
+    this.external = externalPort ?? this.port;
     this.statsPort = await freePort();
     const t0 = wallMs();
     const child = spawnPinned({
-      core: pinning.server,
+      core: this.core,
       args: ['--expose-gc', ...this.nodeFlags, this.serverJs],
-      env: serverEnv(this.target, this.port, this.statsPort, extraEnv),
+      env: serverEnv(this.target, this.port, this.statsPort, extraEnv, this.external),
     });
     this.child = child;
     this.output = captureOutput(child, process.env.BENCH_VERBOSE === '1');
@@ -169,5 +175,53 @@ export class BenchServer {
 
   lastOutput(): string {
     return this.output();
+  }
+}
+
+/**
+ * The server processes of one scenario, sharing the database and Redis: process k listens on
+ * ports[k], every one with EXTERNAL_URL on ports[0]. `stats` adds memory, CPU time and queues
+ * up over the processes and keeps the longest stall; `each` gives them process by process.
+ */
+export class ServerGroup {
+  constructor(readonly servers: BenchServer[]) {}
+
+  /**
+   * Starts process 0 alone (on an empty database it runs the migrations and creates the
+   * organization), then the others one by one; returns process 0's start time.
+   */
+  async start(extraEnv: NodeJS.ProcessEnv, ports: number[]): Promise<number> {
+    const startMs = await this.servers[0]!.start(extraEnv, ports[0]);
+    for (let k = 1; k < this.servers.length; k++) await this.servers[k]!.start(extraEnv, ports[k], ports[0]);
+    return startMs;
+  }
+
+  each(opts: { gc?: boolean; reset?: boolean; snapshot?: boolean } = {}): Promise<ServerStats[]> {
+    return Promise.all(this.servers.map((s) => s.stats(opts)));
+  }
+
+  async stats(opts: { gc?: boolean; reset?: boolean; snapshot?: boolean } = {}): Promise<ServerStats> {
+    const all = await this.each(opts);
+    if (all.length === 1) return all[0]!;
+    const sum = (f: (s: ServerStats) => number): number => all.reduce((total, s) => total + f(s), 0);
+    return {
+      maxStallMs: Math.max(...all.map((s) => s.maxStallMs)),
+      p99StallMs: Math.max(...all.map((s) => s.p99StallMs)),
+      rss: sum((s) => s.rss),
+      heapUsed: sum((s) => s.heapUsed),
+      external: sum((s) => s.external),
+      cpuUserUs: sum((s) => s.cpuUserUs),
+      cpuSystemUs: sum((s) => s.cpuSystemUs),
+      queues: sum((s) => s.queues),
+      uptimeMs: Math.min(...all.map((s) => s.uptimeMs)),
+    };
+  }
+
+  async settle(quietMs?: number): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.settle(quietMs)));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.stop()));
   }
 }

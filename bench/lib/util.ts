@@ -1,4 +1,5 @@
 import { createServer } from 'node:net';
+import { cpus } from 'node:os';
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -50,4 +51,20 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
+}
+
+/** Busy and total CPU time of the whole machine so far, all cores together (ms). */
+export function machineCpu(): { busy: number; total: number } {
+  let busy = 0;
+  let total = 0;
+  for (const { times } of cpus()) {
+    busy += times.user + times.nice + times.sys + times.irq;
+    total += times.user + times.nice + times.sys + times.irq + times.idle;
+  }
+  return { busy, total };
+}
+
+/** How busy the machine's cores were between two `machineCpu` readings, in percent of all of them. */
+export function machineBusyPercent(a: { busy: number; total: number }, b: { busy: number; total: number }): number {
+  return b.total > a.total ? ((b.busy - a.busy) / (b.total - a.total)) * 100 : 0;
 }

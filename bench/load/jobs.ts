@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { captureOutput, pinning, ROOT, spawnPinned } from '../lib/proc.js';
+import { captureOutput, ROOT, spawnPinned } from '../lib/proc.js';
 
 /** A user the load generator acts as: the Host header selects the organization. */
 export interface QueueUser {
@@ -16,7 +16,8 @@ export interface AutocannonRequest {
 }
 
 export type Job =
-  | { kind: 'configure'; port: number }
+  /** The server processes' ports: queues, senders and autocannon connections are spread over them. */
+  | { kind: 'configure'; ports: number[] }
   | { kind: 'autocannon'; connections: number; warmupMs: number; durationMs: number; requests: AutocannonRequest[] }
   | { kind: 'register'; set: string; users: QueueUser[]; count: number; params: string; concurrency: number }
   | { kind: 'hold'; set: string }
@@ -59,9 +60,9 @@ export class LoadGenerator {
     });
   }
 
-  static start(): LoadGenerator {
+  static start(core: number | null): LoadGenerator {
     const script = join(ROOT, 'bench', 'load', 'worker.ts');
-    return new LoadGenerator(spawnPinned({ core: pinning.load, args: ['--import', 'tsx', script], ipc: true }));
+    return new LoadGenerator(spawnPinned({ core, args: ['--import', 'tsx', script], ipc: true }));
   }
 
   run<T extends object = JobResult>(job: Job): Promise<T> {

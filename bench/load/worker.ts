@@ -1,8 +1,10 @@
 /**
- * The load generator: a child process (pinned to its own core) that the bench drives over
- * IPC. It runs autocannon for plain request load and its own raw-socket clients for event
- * queues: registering them, holding their long-polls, and timing sends until every queue
- * has received the message.
+ * The load generator: a child process (on its own core when there is one server process)
+ * that the bench drives over IPC. It runs autocannon for plain request load and its own
+ * raw-socket clients for event queues: registering them, holding their long-polls, and
+ * timing sends until every queue has received the message. With several server processes,
+ * queues, senders and autocannon instances are spread over them round-robin, and a queue is
+ * polled on the process that registered it (and owns it).
  */
 import autocannon from 'autocannon';
 import { RawConnection, requestHead, type RawResponse } from './raw_http.js';
@@ -11,6 +13,8 @@ import type { Job, JobResult, QueueUser } from './jobs.js';
 
 interface Queue {
   user: QueueUser;
+  /** The port of the server process that registered the queue. */
+  port: number;
   id: string;
   lastEventId: number;
   conn: RawConnection | null;
@@ -23,7 +27,7 @@ const sets = new Map<string, { queues: Queue[]; running: boolean }>();
 const tracking = new Map<number, { t0: number; remaining: number }>();
 let deliveries: number[] = [];
 let lastDeliveryAt = 0;
-let port = 0;
+let ports: number[] = [];
 
 const TOKEN = /sm(\d+)x/g;
 
@@ -76,33 +80,39 @@ async function post(conn: RawConnection, user: QueueUser, path: string, form: st
   return conn.request(requestHead('POST', path, user.host, user.auth, true), form);
 }
 
+/** Queue i is registered on process i mod N, with `concurrency` connections to each process. */
 async function registerQueues(job: Extract<Job, { kind: 'register' }>): Promise<JobResult> {
-  const conns = await Promise.all(Array.from({ length: job.concurrency }, () => RawConnection.open(port)));
   const queues: Queue[] = [];
   const latencies: number[] = [];
   let errors = 0;
   let firstError = '';
-  let next = 0;
   await Promise.all(
-    conns.map(async (conn) => {
-      while (next < job.count) {
-        const i = next++;
-        const user = job.users[i % job.users.length]!;
-        const t0 = wallMs();
-        const res = await post(conn, user, '/api/v1/register', job.params);
-        latencies.push(wallMs() - t0);
-        if (res.status !== 200) {
-          errors++;
-          firstError ||= `HTTP ${res.status}: ${res.body.slice(0, 200)}`;
-          continue;
-        }
-        const m = /"queue_id":"([^"]+)"/.exec(res.body);
-        if (!m) throw new Error(`register without queue_id: ${res.body.slice(0, 200)}`);
-        queues.push({ user, id: m[1]!, lastEventId: -1, conn: null, polls: 0, failed: null });
-      }
+    ports.map(async (port, k) => {
+      const conns = await Promise.all(Array.from({ length: job.concurrency }, () => RawConnection.open(port)));
+      let next = k;
+      await Promise.all(
+        conns.map(async (conn) => {
+          while (next < job.count) {
+            const i = next;
+            next += ports.length;
+            const user = job.users[i % job.users.length]!;
+            const t0 = wallMs();
+            const res = await post(conn, user, '/api/v1/register', job.params);
+            latencies.push(wallMs() - t0);
+            if (res.status !== 200) {
+              errors++;
+              firstError ||= `HTTP ${res.status}: ${res.body.slice(0, 200)}`;
+              continue;
+            }
+            const m = /"queue_id":"([^"]+)"/.exec(res.body);
+            if (!m) throw new Error(`register without queue_id: ${res.body.slice(0, 200)}`);
+            queues.push({ user, port, id: m[1]!, lastEventId: -1, conn: null, polls: 0, failed: null });
+          }
+        }),
+      );
+      for (const c of conns) c.close();
     }),
   );
-  for (const c of conns) c.close();
   const existing = sets.get(job.set);
   if (existing) existing.queues.push(...queues);
   else sets.set(job.set, { queues, running: false });
@@ -118,7 +128,7 @@ async function hold(job: Extract<Job, { kind: 'hold' }>): Promise<JobResult> {
   // Opened gradually: a burst of thousands of connects overflows the listen backlog.
   await mapLimit(set.queues, 200, async (q) => {
     try {
-      q.conn = await RawConnection.open(port);
+      q.conn = await RawConnection.open(q.port);
     } catch (e) {
       connectErrors++;
       firstError ||= String(e);
@@ -165,6 +175,7 @@ function sendForm(job: Extract<Job, { kind: 'send' | 'fanout' }>, s: number): st
  * (send latency) and to its arrival in every tracked queue (delivery latency). Closed loop:
  * `concurrency` senders back to back, for the throughput. Open loop: a fixed rate
  * regardless of responses, so latencies include any queueing (no coordinated omission).
+ * Sender i (closed) or message i (open) goes to process i mod N.
  */
 async function sendRun(job: Extract<Job, { kind: 'send' }>): Promise<JobResult> {
   const tracked = sets.get(job.trackSet)?.queues.filter((q) => q.conn && !q.failed).length ?? 0;
@@ -176,6 +187,8 @@ async function sendRun(job: Extract<Job, { kind: 'send' }>): Promise<JobResult> 
   const measureFrom = wallMs() + job.warmupMs;
   const end = measureFrom + job.durationMs;
   let measuredSends = 0;
+  const cpu0 = process.cpuUsage();
+  const started = wallMs();
   const one = async (conn: RawConnection, user: QueueUser, due: number): Promise<void> => {
     const s = ++seq;
     const measured = due >= measureFrom;
@@ -193,15 +206,16 @@ async function sendRun(job: Extract<Job, { kind: 'send' }>): Promise<JobResult> 
       sendLatencies.push(wallMs() - due);
     }
   };
-  const pool: RawConnection[] = [];
-  const take = async (): Promise<RawConnection> => pool.pop() ?? RawConnection.open(port);
+  const pools = ports.map((): RawConnection[] => []);
+  const take = async (k: number): Promise<RawConnection> => pools[k]!.pop() ?? RawConnection.open(ports[k]!);
   if (job.mode === 'closed') {
     await Promise.all(
       Array.from({ length: job.concurrency }, async (_, i) => {
-        const conn = await take();
+        const k = i % ports.length;
+        const conn = await take(k);
         const user = job.senders[i % job.senders.length]!;
         while (wallMs() < end) await one(conn, user, wallMs());
-        pool.push(conn);
+        pools[k]!.push(conn);
       }),
     );
   } else {
@@ -216,22 +230,26 @@ async function sendRun(job: Extract<Job, { kind: 'send' }>): Promise<JobResult> 
         continue;
       }
       const user = job.senders[issued % job.senders.length]!;
+      const k = issued % ports.length;
       issued++;
-      const p = take().then(async (conn) => {
+      const p = take(k).then(async (conn) => {
         await one(conn, user, due);
-        pool.push(conn);
+        pools[k]!.push(conn);
       });
       inflight.add(p);
       void p.finally(() => inflight.delete(p));
     }
     await Promise.all(inflight);
   }
+  const cpu = process.cpuUsage(cpu0);
+  // How busy the load generator was over the run, warm-up included (it shares the cores when unpinned).
+  const clientCpuPercent = ((cpu.user + cpu.system) / 1000 / (wallMs() - started)) * 100;
   // Let the last deliveries arrive.
   const waitUntil = wallMs() + 5000;
   while (tracking.size > 0 && wallMs() < waitUntil) await sleep(10);
   const undelivered = tracking.size;
   tracking.clear();
-  for (const c of pool) c.close();
+  for (const c of pools.flat()) c.close();
   return {
     sent,
     errors,
@@ -242,6 +260,7 @@ async function sendRun(job: Extract<Job, { kind: 'send' }>): Promise<JobResult> 
     delivery: summarize(deliveries),
     undelivered,
     trackedQueues: tracked,
+    clientCpuPercent,
     ...setHealth(job.trackSet),
   };
 }
@@ -250,7 +269,7 @@ async function sendRun(job: Extract<Job, { kind: 'send' }>): Promise<JobResult> 
 async function fanout(job: Extract<Job, { kind: 'fanout' }>): Promise<JobResult> {
   const tracked = sets.get(job.trackSet)?.queues.filter((q) => q.conn && !q.failed).length ?? 0;
   deliveries = [];
-  const conn = await RawConnection.open(port);
+  const conn = await RawConnection.open(ports[0]!);
   const s = ++seq;
   const cpu0 = process.cpuUsage();
   const t0 = wallMs();
@@ -270,40 +289,45 @@ async function fanout(job: Extract<Job, { kind: 'fanout' }>): Promise<JobResult>
   return { trackedQueues: tracked, missing, sendMs, deliveredMs, clientCpuPercent, ...setHealth(job.trackSet) };
 }
 
+/** One autocannon instance per server process, each with `connections` connections; the figures are combined. */
 async function runAutocannon(job: Extract<Job, { kind: 'autocannon' }>): Promise<JobResult> {
   const latencies: number[] = [];
   let measuring = false;
-  const instance = autocannon({
-    url: `http://127.0.0.1:${port}`,
-    connections: job.connections,
-    duration: (job.warmupMs + job.durationMs) / 1000,
-    requests: job.requests,
-  });
   let completed = 0;
   let non2xx = 0;
-  instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
-    if (!measuring) return;
-    completed++;
-    if (statusCode < 200 || statusCode >= 300) non2xx++;
-    latencies.push(responseTime);
+  const instances = ports.map((port) => {
+    const instance = autocannon({
+      url: `http://127.0.0.1:${port}`,
+      connections: job.connections,
+      duration: (job.warmupMs + job.durationMs) / 1000,
+      requests: job.requests,
+    });
+    instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
+      if (!measuring) return;
+      completed++;
+      if (statusCode < 200 || statusCode >= 300) non2xx++;
+      latencies.push(responseTime);
+    });
+    return instance;
   });
   const t0 = wallMs();
   setTimeout(() => (measuring = true), job.warmupMs);
-  const result = await instance;
+  const results = await Promise.all(instances);
   const measuredMs = wallMs() - t0 - job.warmupMs;
+  const requests = results.reduce((n, r) => n + r.requests.total, 0);
   return {
     requestsPerSecond: completed / (measuredMs / 1000),
     latency: summarize(latencies),
     non2xx,
-    errors: result.errors + result.timeouts,
-    bytesPerResponse: result.requests.total > 0 ? result.throughput.total / result.requests.total : 0,
+    errors: results.reduce((n, r) => n + r.errors + r.timeouts, 0),
+    bytesPerResponse: requests > 0 ? results.reduce((n, r) => n + r.throughput.total, 0) / requests : 0,
   };
 }
 
 async function runJob(job: Job): Promise<JobResult> {
   switch (job.kind) {
     case 'configure':
-      port = job.port;
+      ports = job.ports;
       return {};
     case 'autocannon':
       return runAutocannon(job);
