@@ -98,9 +98,17 @@ export class DeferredReceipts {
 
   /** Materializes everything pending now: before any statement that touches user_messages. */
   flushAll(): void {
-    this.inTransaction(() => {
-      while (this.step(Infinity));
-    });
+    if (!this.sqlite.inTransaction) {
+      // IMMEDIATE: it writes, so it takes the write lock up front (waiting up to busy_timeout).
+      this.sqlite.transaction(() => {
+        while (this.step(Infinity));
+      }).immediate();
+      return;
+    }
+    // Inside the caller's transaction, which may yet roll back and bring the pending rows back:
+    // only a transaction of our own may conclude that nothing is pending.
+    while (this.step(Infinity, false));
+    this.schedule(0);
   }
 
   close(): void {
@@ -117,7 +125,7 @@ export class DeferredReceipts {
     if (this.sqlite.inTransaction) return this.schedule(1);
     let more = false;
     try {
-      more = this.inTransaction(() => this.step(SLICE_ROWS));
+      more = this.sqlite.transaction(() => this.step(SLICE_ROWS)).immediate();
     } catch {
       // Another process holds the write lock for longer than busy_timeout: try again later.
       return this.schedule(FLUSH_DELAY_MS * 4);
@@ -125,20 +133,14 @@ export class DeferredReceipts {
     if (more) this.timer = setTimeout(() => this.background(), 0);
   }
 
-  /** Runs fn in the open transaction, or in an IMMEDIATE one of its own (it writes). */
-  private inTransaction<T>(fn: () => T): T {
-    if (this.sqlite.inTransaction) return fn();
-    return this.sqlite.transaction(fn).immediate();
-  }
-
   /**
    * Materializes up to about `limit` rows, oldest messages first (a message with more is cut,
    * its remaining recipients kept pending). Returns whether anything may remain.
    */
-  private step(limit: number): boolean {
+  private step(limit: number, own = true): boolean {
     const heads = this.head.all() as { message_id: number; recipients: Buffer }[];
     if (heads.length === 0) {
-      this.mayHavePending = false;
+      if (own) this.mayHavePending = false;
       return false;
     }
     const rows: number[][] = [];

@@ -93,6 +93,24 @@ describe('deferred receipts [sqlite]', () => {
     assert.equal(count('SELECT COUNT(*) FROM user_messages WHERE message_id > ?', nextMessage + 100), 0);
   });
 
+  test('materialized inside a transaction that rolls back: the rows are pending again, and the next reader still materializes them', async () => {
+    const id = await stagedMessage(db, 3);
+    await assert.rejects(
+      transaction(db, async (tx) => {
+        assert.equal((await tx.selectFrom('user_messages').select('user_id').where('message_id', '=', id).execute()).length, 3);
+        // A second statement finds nothing pending, inside the transaction.
+        await tx.selectFrom('user_messages').select('flags').where('user_id', '=', 1).execute();
+        throw new Error('rolled back');
+      }),
+      /rolled back/,
+    );
+    assert.equal(pendingRows(), 1);
+    assert.equal(stored(id), 0);
+    assert.equal(db.receipts!.pending, true, 'a rolled-back materialization must leave the pending flag set');
+    const rows = await db.kysely.selectFrom('user_messages').select('user_id').where('message_id', '=', id).execute();
+    assert.equal(rows.length, 3);
+  });
+
   test('the background materializes a 10,000-recipient message in slices, with the event loop free between them', async () => {
     const id = await stagedMessage(db, 10_000);
     db.receipts!.schedule(0);
