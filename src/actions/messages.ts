@@ -30,7 +30,7 @@ import {
   fetchUserSettingsRows,
   fetchUsersByEmails,
   fetchUsersByFullNames,
-  insertMessage,
+  insertMessages,
   setStreamFirstMessageIdIfNull,
   topicHasMessages,
   topicHasMessagesReceivedBy,
@@ -116,6 +116,7 @@ import { MAX_MESSAGE_LENGTH, MAX_STREAM_NAME_LENGTH } from '../version.js';
 import type { Services } from '../services.js';
 import { setUserTopicPolicies } from './user_topics.js';
 import { claimableMessageAttachments, setMessageAttachments } from './uploads.js';
+import type { AttachmentRow } from '../db/repos/attachments.js';
 
 /** Zulip's Realm.WILDCARD_MENTION_THRESHOLD: wildcard mentions reaching more people need can_mention_many_users_group. */
 export const WILDCARD_MENTION_THRESHOLD = 15;
@@ -633,39 +634,61 @@ function eventMessageDict(services: Services, p: PreparedMessage, row: Message):
 }
 
 /**
- * Writes a checked message inside `tx`: the message, the channel's first_message_id when
- * unset, automatic topic follows; adds every recipient's user_messages row to `rows` (the
- * caller inserts them, for a whole batch of messages at once); and queues, for after the
- * commit, the `message` event to every recipient with their flags (sender first) and the
- * `user_topic` events.
+ * Writes a batch of checked messages inside `tx`: the messages, in one statement, then for each
+ * in order its attachments, the channel's first_message_id when unset, automatic topic follows;
+ * adds every recipient's user_messages row to `rows` (the caller inserts them for the whole
+ * batch); and queues, for after the commit, the `message` event to every recipient with their
+ * flags (sender first) and the `user_topic` events.
  */
-async function writeMessage(
+async function writeMessages(
+  services: Services,
+  tx: Tx,
+  afterCommit: (cb: () => void) => void,
+  batch: readonly PreparedMessage[],
+  rows: UserMessageRow[],
+): Promise<SentMessage[]> {
+  const dateSent = now();
+  const attachments: AttachmentRow[][] = [];
+  for (const p of batch) attachments.push(await claimableMessageAttachments(tx, p.realm, p.sender, p.rendered.attachmentPathIds));
+  const messages = await insertMessages(
+    tx,
+    batch.map((p, i) => {
+      const t = p.target;
+      return {
+        realm_id: p.realm.id,
+        sender_id: p.sender.id,
+        type: t.kind,
+        stream_id: t.kind === 'stream' ? t.stream.id : null,
+        topic: t.kind === 'stream' ? t.topic : '',
+        topic_lc: t.kind === 'stream' ? topicKey(t.topic) : '',
+        dm_key: t.kind === 'private' ? t.dmKey : null,
+        content: p.content,
+        rendered_content: p.rendered.html,
+        date_sent: dateSent,
+        sending_client: p.client,
+        has_link: p.rendered.hasLink ? 1 : 0,
+        has_image: p.rendered.hasImage ? 1 : 0,
+        has_attachment: attachments[i]!.length > 0 ? 1 : 0,
+      };
+    }),
+  );
+  const out: SentMessage[] = [];
+  for (let i = 0; i < batch.length; i++) out.push(await finishMessage(services, tx, afterCommit, batch[i]!, messages[i]!, attachments[i]!, rows, dateSent));
+  return out;
+}
+
+async function finishMessage(
   services: Services,
   tx: Tx,
   afterCommit: (cb: () => void) => void,
   p: PreparedMessage,
+  message: Message,
+  attachments: readonly AttachmentRow[],
   rows: UserMessageRow[],
+  dateSent: number,
 ): Promise<SentMessage> {
   const t = p.target;
-  const dateSent = now();
-  const attachments = await claimableMessageAttachments(tx, p.realm, p.sender, p.rendered.attachmentPathIds);
-  const message = await insertMessage(tx, {
-    realm_id: p.realm.id,
-    sender_id: p.sender.id,
-    type: t.kind,
-    stream_id: t.kind === 'stream' ? t.stream.id : null,
-    topic: t.kind === 'stream' ? t.topic : '',
-    topic_lc: t.kind === 'stream' ? topicKey(t.topic) : '',
-    dm_key: t.kind === 'private' ? t.dmKey : null,
-    content: p.content,
-    rendered_content: p.rendered.html,
-    date_sent: dateSent,
-    sending_client: p.client,
-    has_link: p.rendered.hasLink ? 1 : 0,
-    has_image: p.rendered.hasImage ? 1 : 0,
-    has_attachment: attachments.length > 0 ? 1 : 0,
-  });
-  await setMessageAttachments(services, tx, afterCommit, p.realm, message.id, attachments);
+  await setMessageAttachments(services, tx, afterCommit, p.realm, message.id, attachments, true);
   for (const [user_id, flags] of p.flags) rows.push({ user_id, message_id: message.id, flags });
   let changedPolicy = false;
   if (t.kind === 'stream') {
@@ -741,9 +764,8 @@ class SendQueue {
     let sent: SentMessage[];
     try {
       sent = await transaction(this.services.db, async (tx, afterCommit) => {
-        const out: SentMessage[] = [];
         const rows: UserMessageRow[] = [];
-        for (const s of batch) out.push(await writeMessage(this.services, tx, afterCommit, s.p, rows));
+        const out = await writeMessages(this.services, tx, afterCommit, batch.map((s) => s.p), rows);
         const receipts = this.services.db.receipts;
         if (receipts) {
           // SQLite: the rows follow in large sorted batches (db/receipts.ts).
@@ -774,7 +796,7 @@ class SendQueue {
 
 const sendQueues = new WeakMap<Database, SendQueue>();
 
-/** Writes a message checked by checkSendMessage (see writeMessage), in a group commit with concurrent sends. */
+/** Writes a message checked by checkSendMessage (see writeMessages), in a group commit with concurrent sends. */
 export function doSendMessage(services: Services, p: PreparedMessage): Promise<SentMessage> {
   let queue = sendQueues.get(services.db);
   if (!queue) {

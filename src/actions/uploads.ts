@@ -97,10 +97,19 @@ export async function claimableMessageAttachments(db: Tx, realm: Realm, sender: 
 
 /**
  * Makes a message's attachment links exactly `attachments` (new messages and content edits)
- * and sends `attachment` update events to the owners whose uploads gained or lost it.
+ * and sends `attachment` update events to the owners whose uploads gained or lost it. A new
+ * message has no links yet, which saves every send a query.
  */
-export async function setMessageAttachments(services: Services, tx: Tx, afterCommit: AfterCommit, realm: Realm, messageId: number, attachments: readonly AttachmentRow[]): Promise<void> {
-  const current = new Set(await fetchMessageAttachmentIds(tx, messageId));
+export async function setMessageAttachments(
+  services: Services,
+  tx: Tx,
+  afterCommit: AfterCommit,
+  realm: Realm,
+  messageId: number,
+  attachments: readonly AttachmentRow[],
+  newMessage = false,
+): Promise<void> {
+  const current = new Set(newMessage ? [] : await fetchMessageAttachmentIds(tx, messageId));
   const wanted = new Map(attachments.map((a) => [a.id, a]));
   const added = [...wanted.keys()].filter((id) => !current.has(id));
   const removed = [...current].filter((id) => !wanted.has(id));

@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import SQLite from 'better-sqlite3';
 import { migrate, openDatabase, transaction, type Database } from '../../src/db/index.js';
-import { insertMessage } from '../../src/db/repos/messages.js';
+import { insertMessages } from '../../src/db/repos/messages.js';
 import { freshDatabaseUrl } from '../helpers/server.js';
 import { ok } from '../helpers/assert.js';
 import { createChannel, subscribe, sendStream, uniqueName } from '../api/messages_send.fixtures.js';
@@ -42,7 +42,7 @@ describe('deferred receipts [sqlite]', () => {
   /** Writes a message and stages its receipts (users 1..n; user 1 has read it), as a send does. */
   async function stagedMessage(on: Database, recipients: number, fail = false): Promise<number> {
     const id = await transaction(on, async (tx) => {
-      const m = await insertMessage(tx, {
+      const [m] = await insertMessages(tx, [{
         realm_id: 1,
         sender_id: 1,
         type: 'stream',
@@ -57,10 +57,10 @@ describe('deferred receipts [sqlite]', () => {
         has_link: 0,
         has_image: 0,
         has_attachment: 0,
-      });
-      on.receipts!.stage(Array.from({ length: recipients }, (_, i) => ({ user_id: recipients - i, message_id: m.id, flags: i === recipients - 1 ? 1 : 0 })));
+      }]);
+      on.receipts!.stage(Array.from({ length: recipients }, (_, i) => ({ user_id: recipients - i, message_id: m!.id, flags: i === recipients - 1 ? 1 : 0 })));
       if (fail) throw new Error('rolled back');
-      return m.id;
+      return m!.id;
     });
     return id;
   }

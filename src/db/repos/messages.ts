@@ -1,5 +1,6 @@
 import { sql, type Insertable } from 'kysely';
 import type { Tx } from '../index.js';
+import { insertRows } from '../bulk.js';
 import type { Message, MessageTable, Stream, User } from '../tables.js';
 
 export type NewMessage = Insertable<MessageTable>;
@@ -12,8 +13,33 @@ export interface ReactionRow {
   reaction_type: string;
 }
 
-export async function insertMessage(db: Tx, row: NewMessage): Promise<Message> {
-  return db.insertInto('messages').values(row).returningAll().executeTakeFirstOrThrow();
+/** What a send writes; the other columns keep their defaults. */
+const NEW_MESSAGE_COLUMNS = [
+  'realm_id',
+  'sender_id',
+  'type',
+  'stream_id',
+  'topic',
+  'topic_lc',
+  'dm_key',
+  'content',
+  'rendered_content',
+  'date_sent',
+  'sending_client',
+  'has_link',
+  'has_image',
+  'has_attachment',
+] as const satisfies readonly (keyof NewMessage)[];
+
+export type SentMessageRow = Pick<NewMessage, (typeof NEW_MESSAGE_COLUMNS)[number]>;
+
+/**
+ * Inserts a batch of new messages in one statement (one round trip on PostgreSQL) and returns
+ * their rows in the order given: IDs are assigned in the order of the VALUES list.
+ */
+export async function insertMessages(db: Tx, rows: readonly SentMessageRow[]): Promise<Message[]> {
+  const inserted = await insertRows<Message>(db, 'messages', NEW_MESSAGE_COLUMNS, rows, true);
+  return inserted.sort((a, b) => a.id - b.id);
 }
 
 /** Rows in ascending ID order; IDs of other realms or missing messages are skipped. */

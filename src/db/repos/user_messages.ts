@@ -1,5 +1,6 @@
-import { CompiledQuery, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Tx } from '../index.js';
+import { insertRows } from '../bulk.js';
 
 export interface UserMessageRow {
   user_id: number;
@@ -10,38 +11,11 @@ export interface UserMessageRow {
 /** Rows are inserted in chunks so huge channels stay under the databases' parameter limits. */
 const INSERT_CHUNK = 5000;
 
+const COLUMNS = ['user_id', 'message_id', 'flags'] as const;
+
 /** One multi-row INSERT per chunk of 5000 recipients. */
 export async function bulkInsertUserMessages(db: Tx, rows: readonly UserMessageRow[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += INSERT_CHUNK) await insertChunk(db, rows.slice(i, i + INSERT_CHUNK));
-}
-
-/** SQL text of an n-row insert, by placeholder style ('?' or '$1') and n. */
-const insertTexts = new Map<string, string>();
-
-/**
- * Kysely takes about 2 µs per value to compile a multi-row insert (100 µs for a message to 50
- * people, every send): its text depends only on the row count, so it is compiled once and
- * reused with the new values.
- */
-async function insertChunk(db: Tx, rows: readonly UserMessageRow[]): Promise<void> {
-  const key = `${sql`${0}`.compile(db).sql}:${rows.length}`;
-  let text = insertTexts.get(key);
-  if (text === undefined) {
-    text = db
-      .insertInto('user_messages')
-      .values(rows.map((r) => ({ user_id: r.user_id, message_id: r.message_id, flags: r.flags })))
-      .compile().sql;
-    if (insertTexts.size >= 256) insertTexts.delete(insertTexts.keys().next().value as string);
-    insertTexts.set(key, text);
-  }
-  const params: number[] = new Array(rows.length * 3);
-  for (let i = 0; i < rows.length; i++) {
-    const r = rows[i]!;
-    params[3 * i] = r.user_id;
-    params[3 * i + 1] = r.message_id;
-    params[3 * i + 2] = r.flags;
-  }
-  await db.executeQuery(CompiledQuery.raw(text, params));
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) await insertRows(db, 'user_messages', COLUMNS, rows.slice(i, i + INSERT_CHUNK));
 }
 
 /** The caller's flag bits for each of these messages that they have a row for. */
