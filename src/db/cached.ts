@@ -7,6 +7,16 @@ import { fetchChannelRecipients, fetchMutingUserIds, fetchRealmAlertWords } from
 import { fetchLinkifiers } from './repos/settings.js';
 import { fetchActiveRealmEmoji } from './repos/realm_emoji.js';
 import { fetchUserTopic } from './repos/user_topics.js';
+import { fetchRealmEmoji } from './repos/realm_emoji.js';
+import { fetchRealmDomains } from './repos/realm_domains.js';
+import { fetchRealmPlaygrounds } from './repos/realm_playgrounds.js';
+import { fetchDefaultStreamIds } from './repos/streams.js';
+import { fetchSystemGroups } from './repos/user_groups.js';
+import { fetchUserAlertWords } from './repos/alert_words.js';
+import { fetchUserDrafts } from './repos/drafts.js';
+import { fetchUserNavigationViews } from './repos/navigation_views.js';
+import { fetchUserSavedSnippets } from './repos/saved_snippets.js';
+import { fetchExternalToken } from './repos/external_tokens.js';
 
 /**
  * The reads nearly every request repeats, served from the read cache outside transactions
@@ -68,4 +78,26 @@ export const fetchUserTopicCached = cachedRead(
   ['user_topics'],
   (userId: number, streamId: number, topicLc: string) => `${userId}:${streamId}:${topicLc}`,
   fetchUserTopic,
+);
+
+/*
+ * POST /register: the organization's small settings tables and the caller's own short lists,
+ * each otherwise a query of every register (a round trip each on PostgreSQL).
+ */
+const byRealm = (realmId: number): string => String(realmId);
+const byUser = (userId: number): string => String(userId);
+export const fetchRealmEmojiCached = cachedRead('realm_emoji_all', ['realm_emoji'], byRealm, fetchRealmEmoji);
+export const fetchRealmDomainsCached = cachedRead('realm_domains', ['realm_domains'], byRealm, fetchRealmDomains);
+export const fetchRealmPlaygroundsCached = cachedRead('realm_playgrounds', ['realm_playgrounds'], byRealm, fetchRealmPlaygrounds);
+export const fetchDefaultStreamIdsCached = cachedRead('default_streams', ['default_streams'], byRealm, fetchDefaultStreamIds);
+export const fetchSystemGroupsCached = cachedRead('system_groups', ['user_groups'], byRealm, fetchSystemGroups);
+export const fetchUserAlertWordsCached = cachedRead('user_alert_words', ['alert_words'], byUser, fetchUserAlertWords);
+export const fetchUserDraftsCached = cachedRead('drafts', ['drafts'], byUser, fetchUserDrafts);
+export const fetchUserNavigationViewsCached = cachedRead('navigation_views', ['navigation_views'], byUser, fetchUserNavigationViews);
+export const fetchUserSavedSnippetsCached = cachedRead('saved_snippets', ['saved_snippets'], byUser, fetchUserSavedSnippets);
+export const fetchExternalTokenCached = cachedRead(
+  'external_token',
+  ['external_tokens'],
+  (userId: number, provider: string) => `${userId}:${provider}`,
+  fetchExternalToken,
 );

@@ -113,6 +113,29 @@ forEachDatabase('read cache', (server) => {
     ok(await send(hamlet.client));
   });
 
+  test("register's cached lists (alert words, saved snippets, realm domains, default channels) follow writes at once", async () => {
+    const s = server();
+    const { hamlet, owner } = s.cast;
+    const state = async () =>
+      ok(await hamlet.client.post('/register', { fetch_event_types: JSON.stringify(['alert_words', 'saved_snippets', 'realm_domains', 'default_streams']) }));
+    const before = await state();
+    assert.deepEqual(before.alert_words, []);
+    // Through the API, then straight to the database: both must show in the very next register.
+    ok(await hamlet.client.post('/users/me/alert_words', { alert_words: JSON.stringify(['kumquat']) }));
+    ok(await hamlet.client.post('/saved_snippets', { title: 'hi', content: 'hello' }));
+    ok(await owner.client.post('/realm/domains', { domain: 'cached.example.com', allow_subdomains: false }));
+    let after = await state();
+    assert.deepEqual(after.alert_words, ['kumquat']);
+    assert.deepEqual(after.saved_snippets.map((x: { title: string }) => x.title), ['hi']);
+    assert.ok(after.realm_domains.some((d: { domain: string }) => d.domain === 'cached.example.com'));
+    const channel = await createChannel(s, uniqueName('default'));
+    await s.app.services.db.kysely.insertInto('default_streams').values({ realm_id: s.realm.id, stream_id: channel.id }).execute();
+    await s.app.services.db.kysely.deleteFrom('alert_words').where('user_id', '=', hamlet.user.id).execute();
+    after = await state();
+    assert.ok(after.realm_default_streams.includes(channel.id));
+    assert.deepEqual(after.alert_words, []);
+  });
+
   test('a change committed by another connection (another process) is seen', async () => {
     const s = server();
     const { othello, owner } = s.cast;

@@ -1,4 +1,4 @@
-import { fetchExternalToken } from '../../db/repos/external_tokens.js';
+import { fetchExternalTokenCached } from '../../db/cached.js';
 import { vidcallProvider } from '../../lib/video_calls/provider.js';
 import type { StateFetcher } from './types.js';
 
@@ -6,6 +6,6 @@ import type { StateFetcher } from './types.js';
 export const fetchCallsState: StateFetcher = async ({ services, user, want }) => {
   if (!want('video_calls')) return {};
   const provider = vidcallProvider(services.config);
-  const hasToken = (await fetchExternalToken(services.db.kysely, user.id, provider.tokenKey)) !== undefined;
+  const hasToken = (await fetchExternalTokenCached(services.db.kysely, user.id, provider.tokenKey)) !== undefined;
   return { has_zoom_token: false, has_webex_token: hasToken, has_vidcall_token: hasToken };
 };

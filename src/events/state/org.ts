@@ -1,8 +1,10 @@
-import { fetchUserDrafts } from '../../db/repos/drafts.js';
-import { fetchUserNavigationViews } from '../../db/repos/navigation_views.js';
-import { fetchRealmDomains } from '../../db/repos/realm_domains.js';
-import { fetchRealmPlaygrounds } from '../../db/repos/realm_playgrounds.js';
-import { fetchUserSavedSnippets } from '../../db/repos/saved_snippets.js';
+import {
+  fetchRealmDomainsCached,
+  fetchRealmPlaygroundsCached,
+  fetchUserDraftsCached,
+  fetchUserNavigationViewsCached,
+  fetchUserSavedSnippetsCached,
+} from '../../db/cached.js';
 import { formatDraft } from '../../lib/format/drafts.js';
 import { formatNavigationView } from '../../lib/format/navigation_views.js';
 import { formatRealmDomain } from '../../lib/format/realm_domains.js';
@@ -20,11 +22,11 @@ export const fetchOrgState: StateFetcher = async ({ services, realm, user, want 
   const db = services.db.kysely;
   const state: Record<string, unknown> = {};
   if (want('drafts')) {
-    state.drafts = userSettings(user).enable_drafts_synchronization ? (await fetchUserDrafts(db, user.id)).map(formatDraft) : [];
+    state.drafts = userSettings(user).enable_drafts_synchronization ? (await fetchUserDraftsCached(db, user.id)).map(formatDraft) : [];
   }
-  if (want('navigation_views')) state.navigation_views = (await fetchUserNavigationViews(db, user.id)).map(formatNavigationView);
-  if (want('saved_snippets')) state.saved_snippets = (await fetchUserSavedSnippets(db, user.id)).map(formatSavedSnippet);
-  if (want('realm_playgrounds')) state.realm_playgrounds = (await fetchRealmPlaygrounds(db, realm.id)).map(formatRealmPlayground);
-  if (want('realm_domains')) state.realm_domains = (await fetchRealmDomains(db, realm.id)).map(formatRealmDomain);
+  if (want('navigation_views')) state.navigation_views = (await fetchUserNavigationViewsCached(db, user.id)).map(formatNavigationView);
+  if (want('saved_snippets')) state.saved_snippets = (await fetchUserSavedSnippetsCached(db, user.id)).map(formatSavedSnippet);
+  if (want('realm_playgrounds')) state.realm_playgrounds = (await fetchRealmPlaygroundsCached(db, realm.id)).map(formatRealmPlayground);
+  if (want('realm_domains')) state.realm_domains = (await fetchRealmDomainsCached(db, realm.id)).map(formatRealmDomain);
   return state;
 };

@@ -1,5 +1,5 @@
 import { mutedUsersList } from '../../actions/muted_users.js';
-import { fetchUserAlertWords } from '../../db/repos/alert_words.js';
+import { fetchUserAlertWordsCached } from '../../db/cached.js';
 import { fetchRealmUserStatuses } from '../../db/repos/user_status.js';
 import { loadUserAccess } from '../../lib/access/users.js';
 import { formatUserStatus } from '../../lib/format/user_status.js';
@@ -13,7 +13,7 @@ import type { StateFetcher } from './types.js';
 export const fetchPersonalState: StateFetcher = async ({ services, realm, user, want }) => {
   const db = services.db.kysely;
   const out: Record<string, unknown> = {};
-  if (want('alert_words')) out.alert_words = await fetchUserAlertWords(db, user.id);
+  if (want('alert_words')) out.alert_words = await fetchUserAlertWordsCached(db, user.id);
   if (want('muted_users')) out.muted_users = await mutedUsersList(db, user.id);
   if (want('user_status')) {
     const [rows, access] = await Promise.all([fetchRealmUserStatuses(db, realm.id), loadUserAccess(db, realm, user)]);

@@ -1,4 +1,4 @@
-import { fetchSystemGroups } from '../../db/repos/user_groups.js';
+import { fetchSystemGroupsCached } from '../../db/cached.js';
 import { fetchInactiveUserIds, fetchLinkifiers } from '../../db/repos/settings.js';
 import {
   formatRealmState,
@@ -23,7 +23,7 @@ export const fetchSettingsState: StateFetcher = async ({ services, realm, user, 
     const settings = realmSettings(realm);
     const hasAnonymousSetting = REALM_GROUP_SETTING_NAMES.some((n) => typeof settings[n] !== 'number');
     const [systemGroups, inactive] = await Promise.all([
-      fetchSystemGroups(db, realm.id),
+      fetchSystemGroupsCached(db, realm.id),
       hasAnonymousSetting ? fetchInactiveUserIds(db, realm.id) : Promise.resolve([]),
     ]);
     Object.assign(

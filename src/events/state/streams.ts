@@ -1,5 +1,6 @@
 import type { Stream } from '../../db/tables.js';
-import { fetchDefaultStreamIds, fetchRealmStreams } from '../../db/repos/streams.js';
+import { fetchRealmStreams } from '../../db/repos/streams.js';
+import { fetchDefaultStreamIdsCached } from '../../db/cached.js';
 import { fetchRealmSubscriberIds, fetchUserSubscriptionRows } from '../../db/repos/subscriptions.js';
 import { ChannelCaller, channelCreationRights } from '../../lib/access/streams.js';
 import { fetchStreamFormatContext, formatNeverSubscribed, formatStream, formatSubscription } from '../../lib/format/streams.js';
@@ -32,7 +33,7 @@ export const fetchStreamsState: StateFetcher = async (ctx) => {
     out.can_create_web_public_streams = rights.webPublic;
     out.can_subscribe_other_users = rights.subscribeOthers;
   }
-  if (ctx.want('default_streams')) out.realm_default_streams = await fetchDefaultStreamIds(db, realm.id);
+  if (ctx.want('default_streams')) out.realm_default_streams = await fetchDefaultStreamIdsCached(db, realm.id);
   if (ctx.want('default_stream_groups')) out.realm_default_stream_groups = [];
   const wantSubs = ctx.want('subscription');
   const wantStreams = ctx.want('stream');

@@ -1,7 +1,7 @@
 import type { Tx } from '../../db/index.js';
 import type { Stream, Subscription } from '../../db/tables.js';
 import { countSubscribersByStream } from '../../db/repos/subscriptions.js';
-import { fetchSystemGroups } from '../../db/repos/user_groups.js';
+import { fetchSystemGroupsCached } from '../../db/cached.js';
 import { fetchUsersByIds } from '../../db/repos/users.js';
 import { normalizeGroupSettingValue, type GroupSettingValue } from '../group_settings.js';
 import { renderMarkdown } from '../markdown/index.js';
@@ -41,7 +41,7 @@ export async function fetchStreamFormatContext(
     for (const v of Object.values(channelPermissions(stream))) if (typeof v !== 'number') v.direct_members.forEach((u) => named.add(u));
   }
   const inactive = new Set((await fetchUsersByIds(db, realmId, [...named])).filter((u) => !u.is_active).map((u) => u.id));
-  const systemGroups = new Map((await fetchSystemGroups(db, realmId)).map((g) => [g.id, g.name]));
+  const systemGroups = new Map((await fetchSystemGroupsCached(db, realmId)).map((g) => [g.id, g.name]));
   return {
     subscriberCount: (id) => counts.get(id) ?? 0,
     isActiveUser: (id) => !inactive.has(id),
