@@ -59,17 +59,7 @@ export async function fetchRealmPresences(
   realmId: number,
   opts: { afterUpdateId?: number; connectedSince?: number },
 ): Promise<RealmPresenceRow[]> {
-  let q = db
-    .selectFrom('presence')
-    .innerJoin('users', 'users.id', 'presence.user_id')
-    .select([
-      'presence.user_id',
-      'presence.last_active_time',
-      'presence.last_connected_time',
-      'presence.last_update_id',
-      'users.email',
-      'users.date_joined',
-    ])
+  let q = presenceRows(db)
     .where('presence.realm_id', '=', realmId)
     .where('users.is_active', '=', 1)
     .where('users.is_bot', '=', 0);
@@ -79,6 +69,11 @@ export async function fetchRealmPresences(
 }
 
 export async function fetchUserPresenceRow(db: Tx, userId: number): Promise<RealmPresenceRow | undefined> {
+  return presenceRows(db).where('presence.user_id', '=', userId).executeTakeFirst();
+}
+
+/** Presence rows with the user fields a RealmPresenceRow carries. */
+function presenceRows(db: Tx) {
   return db
     .selectFrom('presence')
     .innerJoin('users', 'users.id', 'presence.user_id')
@@ -89,7 +84,5 @@ export async function fetchUserPresenceRow(db: Tx, userId: number): Promise<Real
       'presence.last_update_id',
       'users.email',
       'users.date_joined',
-    ])
-    .where('presence.user_id', '=', userId)
-    .executeTakeFirst();
+    ]);
 }
