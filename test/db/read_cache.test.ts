@@ -1,11 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { loadConfig, type Config } from '../../src/config.js';
-import { buildApp, type App } from '../../src/app.js';
+import type { App } from '../../src/app.js';
 import { openDatabase } from '../../src/db/index.js';
 import { fetchRealmByStringId } from '../../src/db/repos/realms.js';
 import { fetchUserByEmail } from '../../src/db/repos/users.js';
@@ -13,7 +10,7 @@ import { doCreateUser } from '../../src/actions/users.js';
 import { ReadCache, writtenTables } from '../../src/db/cache.js';
 import { ApiClient } from '../helpers/client.js';
 import { err, ok } from '../helpers/assert.js';
-import { forEachDatabase, freshDatabaseUrl, OWNER_EMAIL, PASSWORD } from '../helpers/server.js';
+import { forEachDatabase, freshDatabaseUrl, listenApp, OWNER_EMAIL, PASSWORD, testConfig } from '../helpers/server.js';
 import { createChannel, systemGroups, uniqueName } from '../api/messages_send.fixtures.js';
 
 /**
@@ -180,28 +177,10 @@ describeRedis('read cache across processes through Redis', () => {
   const dirs: string[] = [];
 
   async function start(databaseUrl: string, prefix: string): Promise<{ app: App; url: string }> {
-    const dataDir = mkdtempSync(join(tmpdir(), 'parley-cache-'));
-    dirs.push(dataDir);
-    const base = loadConfig({}, { PATH: process.env.PATH, PARLEY_ENV_FILE: '/nonexistent' });
-    const config: Config = {
-      ...base,
-      databaseUrl,
-      redisUrl: redisUrl!,
-      host: '127.0.0.1',
-      port: 0,
-      ownerEmail: OWNER_EMAIL,
-      ownerPassword: PASSWORD,
-      logLevel: 'silent',
-      rateLimits: { ...base.rateLimits, enabled: false },
-      events: { ...base.events, redisPrefix: prefix },
-      dataDir,
-    };
-    const app = await buildApp(config, { announce: () => undefined });
-    await app.fastify.listen({ port: 0, host: '127.0.0.1' });
-    const addr = app.fastify.server.address();
-    const port = typeof addr === 'object' && addr ? addr.port : 0;
-    config.externalUrl = `http://localhost:${port}`;
-    return { app, url: `http://127.0.0.1:${port}` };
+    const config = testConfig(databaseUrl, { redisUrl: redisUrl! });
+    config.events = { ...config.events, redisPrefix: prefix };
+    dirs.push(config.dataDir);
+    return listenApp(config);
   }
 
   before(async () => {

@@ -79,12 +79,15 @@ export interface TestServer {
 export const OWNER_EMAIL = 'desdemona@example.com';
 export const PASSWORD = 'correct horse battery staple';
 
-export async function startServer(kind: DbKind, overrides: Partial<Config> = {}): Promise<TestServer> {
-  const db = await freshDatabaseUrl(kind);
+/**
+ * What every test server runs with: loopback on any port, the test owner, quiet logs, no rate
+ * limits and a data directory of its own (the caller removes `dataDir`).
+ */
+export function testConfig(databaseUrl: string, overrides: Partial<Config> = {}): Config {
   const base = loadConfig({}, { PATH: process.env.PATH, PARLEY_ENV_FILE: '/nonexistent' });
-  const config: Config = {
+  return {
     ...base,
-    databaseUrl: db.url,
+    databaseUrl,
     host: '127.0.0.1',
     port: 0,
     ownerEmail: OWNER_EMAIL,
@@ -94,13 +97,25 @@ export async function startServer(kind: DbKind, overrides: Partial<Config> = {})
     dataDir: mkdtempSync(join(tmpdir(), 'parley-data-')),
     ...overrides,
   };
+}
+
+/**
+ * Builds and starts a server on `config`; returns it with its URL. Links and realm_uri name the
+ * port it got, unless the test fixed `externalUrl` itself.
+ */
+export async function listenApp(config: Config, fixedExternalUrl?: string): Promise<{ app: App; url: string }> {
   const app = await buildApp(config, { announce: () => undefined });
   await app.fastify.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.fastify.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : 0;
-  const url = `http://127.0.0.1:${port}`;
-  // Links and realm_uri must name the port we actually got.
-  config.externalUrl = overrides.externalUrl ?? `http://localhost:${port}`;
+  config.externalUrl = fixedExternalUrl ?? `http://localhost:${port}`;
+  return { app, url: `http://127.0.0.1:${port}` };
+}
+
+export async function startServer(kind: DbKind, overrides: Partial<Config> = {}): Promise<TestServer> {
+  const db = await freshDatabaseUrl(kind);
+  const config = testConfig(db.url, overrides);
+  const { app, url } = await listenApp(config, overrides.externalUrl);
   const services = app.services;
   const realm = (await fetchRealmByStringId(services.db.kysely, ''))!;
   const clientFor = (user: User): ApiClient => new ApiClient(url, user.email, user.api_key);
