@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachDatabase, type TestServer } from '../helpers/server.js';
-import { err } from '../helpers/assert.js';
+import { err, ok } from '../helpers/assert.js';
 import { FLAG_BITS } from '../../src/lib/message_flags.js';
 import { now } from '../../src/db/index.js';
 import {
@@ -277,6 +277,28 @@ forEachDatabase('narrow operators', (server) => {
     assert.equal(body.messages[0].match_content, row.rendered_content.replace('talking', '<span class="highlight">talking</span>'));
     assert.equal(body.messages[0].match_subject, '<span class="highlight">meetings</span>');
     err(await othello.client.get('/messages', { anchor: 'newest', narrow: [{ operator: 'search', operand: '' }] }), 400, 'BAD_REQUEST', 'operand cannot be blank.');
+  });
+
+  test('search follows edits: new words of the content and topic match, the old ones no longer do', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const name = unique('Search edits');
+    await createChannel(s, hamlet, name, { members: [othello.user] });
+    const id = await sendToChannel(hamlet.client, name, 'harbour', 'the lighthouse keeper');
+    const inChannel = { operator: 'channel', operand: name };
+    const search = async (q: string) => newest(othello.client, [inChannel, { operator: 'search', operand: q }]);
+    const anywhere = async (q: string) => newest(othello.client, [{ operator: 'search', operand: q }]);
+    assert.deepEqual(await search('lighthouse'), [id]);
+    assert.deepEqual(await search('harbour'), [id]);
+    ok(await hamlet.client.patch(`/messages/${id}`, { content: 'the windmill miller' }));
+    assert.deepEqual(await search('lighthouse'), []);
+    assert.deepEqual(await anywhere('lighthouse'), []);
+    assert.deepEqual(await search('windmill'), [id]);
+    assert.deepEqual(await anywhere('windmill'), [id]);
+    ok(await hamlet.client.patch(`/messages/${id}`, { topic: 'meadow', propagate_mode: 'change_one' }));
+    assert.deepEqual(await search('harbour'), []);
+    assert.deepEqual(await search('meadow windmill'), [id]);
+    assert.deepEqual(await anywhere('meadow'), [id]);
   });
 
   test('invalid narrows: Zulip errors', async () => {

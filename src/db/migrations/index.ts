@@ -9,6 +9,7 @@ import * as m0040 from './0040_messages_search.js';
 import * as m0041 from './0041_messages_pending_receipts.js';
 import * as m0050 from './0050_events_presence_sequence.js';
 import * as m0100 from './0100_features_files.js';
+import * as m0101 from './0101_messages_search_tsvector.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -28,4 +29,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0050_events_presence_sequence': m0050,
   '0100_features_files': m0100,
   '0041_messages_pending_receipts': m0041,
+  '0101_messages_search_tsvector': m0101,
 };

@@ -146,6 +146,34 @@ function whereClause(reader: NarrowReader, plan: Plan, q: NarrowSelect): RawBuil
   return sql`WHERE ${sql.join(parts, sql` AND `)}`;
 }
 
+/**
+ * The message columns a narrow returns, listed because `m.*` would also bring PostgreSQL's
+ * search_tsvector (migration 0101) with every row. A record, so the compiler keeps the list
+ * equal to the Message type.
+ */
+const MESSAGE_COLUMNS: Record<keyof Message, true> = {
+  id: true,
+  realm_id: true,
+  sender_id: true,
+  type: true,
+  stream_id: true,
+  topic: true,
+  topic_lc: true,
+  dm_key: true,
+  content: true,
+  rendered_content: true,
+  rendered_content_version: true,
+  date_sent: true,
+  sending_client: true,
+  last_edit_time: true,
+  last_moved_time: true,
+  edit_history: true,
+  has_link: true,
+  has_image: true,
+  has_attachment: true,
+};
+const messageColumns = sql.raw(Object.keys(MESSAGE_COLUMNS).map((c) => `m.${c}`).join(', '));
+
 async function selectRows(
   db: Tx,
   reader: NarrowReader,
@@ -155,7 +183,7 @@ async function selectRows(
   limit: number | null,
 ): Promise<NarrowRow[]> {
   const limitSql = limit === null ? sql`` : sql`LIMIT ${sql.lit(limit)}`;
-  const { rows } = await sql<NarrowRow>`SELECT m.*, um.flags AS um_flags ${fromClause(reader, plan)} ${whereClause(reader, plan, q)} ORDER BY ${plan.id} ${sql.raw(order)} ${limitSql}`.execute(db);
+  const { rows } = await sql<NarrowRow>`SELECT ${messageColumns}, um.flags AS um_flags ${fromClause(reader, plan)} ${whereClause(reader, plan, q)} ORDER BY ${plan.id} ${sql.raw(order)} ${limitSql}`.execute(db);
   return rows.map((r) => ({ ...r, um_flags: r.um_flags === null ? null : Number(r.um_flags) }));
 }
 

@@ -19,13 +19,14 @@ function phraseConditions(dialect: Dialect, q: SearchQuery): RawBuilder<SqlBool>
 /**
  * The SQL condition "message `m` matches the search": every word (stemmed, stop words
  * ignored) in its topic or content, and each quoted phrase as is, case-insensitively.
- * SQLite answers from the FTS5 table messages_fts; PostgreSQL from the GIN index
- * messages_search, whose expression this must repeat exactly (migration 0040).
+ * SQLite answers from the FTS5 table messages_fts; PostgreSQL from the stored column
+ * m.search_tsvector (migration 0101), through its GIN index for rare words or as a cheap
+ * test per row while walking an index newest first for common ones.
  */
 export function searchCondition(dialect: Dialect, q: SearchQuery): RawBuilder<SqlBool> {
   const parts: RawBuilder<SqlBool>[] = [];
   if (dialect === 'postgres') {
-    parts.push(sql<SqlBool>`to_tsvector('english'::regconfig, m.topic || ' ' || m.content) @@ plainto_tsquery('english'::regconfig, ${q.text})`);
+    parts.push(sql<SqlBool>`m.search_tsvector @@ plainto_tsquery('english'::regconfig, ${q.text})`);
   } else {
     const match = fts5Query(q);
     parts.push(match === null ? sql<SqlBool>`1 = 0` : sql<SqlBool>`m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ${match})`);
