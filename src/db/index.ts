@@ -9,6 +9,7 @@ import { ObservedDialect, ReadCache, attachCache } from './cache.js';
 import { PostgresCacheRemote } from './cache_remote.js';
 import { startCheckpointer } from './checkpoints.js';
 import { DeferredReceipts } from './receipts.js';
+import { DeferredSearchIndex } from './search_index.js';
 import { lazyRequire } from '../lib/lazy.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -21,6 +22,8 @@ export interface Database {
   cache: ReadCache;
   /** SQLite: user_messages rows written behind their messages (db/receipts.ts); set once migrated. */
   receipts: DeferredReceipts | null;
+  /** SQLite: full-text index entries added behind their messages (db/search_index.ts); set once migrated. */
+  searchIndex: DeferredSearchIndex | null;
   /** Called by migrate() once the schema is current. */
   migrated(): void;
   close(): Promise<void>;
@@ -49,6 +52,7 @@ export function openDatabase(url: string): Database {
     sqlite.pragma('busy_timeout = 5000');
     // 128 MiB of page cache (SQLite's default is 2 MiB): the hot indexes of a busy server stay in memory.
     sqlite.pragma('cache_size = -131072');
+    const hasTable = (name: string): boolean => sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
     const cache = new ReadCache();
     // Another process (the CLI, a second server) committed: nothing cached can be trusted.
     const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
@@ -67,6 +71,7 @@ export function openDatabase(url: string): Database {
         seen = v;
         cache.invalidateAll();
         db.receipts?.noteExternalWrite();
+        db.searchIndex?.noteExternalWrite();
       }
     };
     let stopCheckpoints: (() => Promise<void>) | null = null;
@@ -74,7 +79,7 @@ export function openDatabase(url: string): Database {
       sqlite.pragma('wal_autocheckpoint = 0');
       stopCheckpoints = startCheckpointer(target, () => sqlite.pragma('wal_autocheckpoint = 1000'));
     }
-    const database = { close: () => sqlite.close(), prepare: statementCache(sqlite, () => db.receipts) };
+    const database = { close: () => sqlite.close(), prepare: statementCache(sqlite, () => db) };
     const kysely = new Kysely<DB>({ dialect: new ObservedDialect(new SqliteDialect({ database }), cache) });
     attachCache(kysely, cache);
     const db: Database = {
@@ -82,18 +87,22 @@ export function openDatabase(url: string): Database {
       dialect,
       cache,
       receipts: null,
+      searchIndex: null,
       migrated: () => {
+        if (!hasTable('user_messages_pending')) return;
         db.receipts ??= new DeferredReceipts(sqlite, cache);
+        if (hasTable('messages_fts_pending')) db.searchIndex ??= new DeferredSearchIndex(sqlite, cache);
       },
       close: async () => {
         db.receipts?.close();
+        db.searchIndex?.close();
         await cache.close();
         await stopCheckpoints?.();
         await kysely.destroy();
       },
     };
-    // Opened on an existing database (the command-line tools): staged receipts are readable at once.
-    if (sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'user_messages_pending'").get()) db.migrated();
+    // Opened on an existing database (the command-line tools): deferred work is done before it can be seen.
+    db.migrated();
     return db;
   }
   const pool = new (pgModule().Pool)({ connectionString: target, max: 10 });
@@ -111,6 +120,7 @@ export function openDatabase(url: string): Database {
     dialect,
     cache,
     receipts: null,
+    searchIndex: null,
     migrated: () => undefined,
     close: async () => {
       await cache.close();
@@ -123,24 +133,31 @@ export function openDatabase(url: string): Database {
  * better-sqlite3's prepare() compiles the SQL every time, and Kysely calls it for every
  * query: reuse compiled statements (Kysely emits the same text for the same query shape).
  * Kysely prepares each statement just before running it, which makes this the chokepoint
- * where deferred receipts are materialized before anything reads or writes user_messages.
+ * where deferred work (db/deferred.ts) is done before anything reads or writes its table.
  */
 function statementCache(
   sqlite: SQLite.Database,
-  receipts: () => DeferredReceipts | null,
+  deferred: () => Pick<Database, 'receipts' | 'searchIndex'>,
   max = 2000,
 ): (sql: string) => SQLite.Statement {
-  const statements = new Map<string, { stmt: SQLite.Statement; receipts: boolean }>();
+  const statements = new Map<string, { stmt: SQLite.Statement; receipts: boolean; search: boolean; adds: boolean }>();
   return (sql) => {
     let entry = statements.get(sql);
     if (!entry) {
-      entry = { stmt: sqlite.prepare(sql), receipts: DeferredReceipts.touches(sql) };
+      entry = {
+        stmt: sqlite.prepare(sql),
+        receipts: DeferredReceipts.TABLE.test(sql),
+        search: DeferredSearchIndex.TABLE.test(sql),
+        adds: DeferredSearchIndex.ADDS.test(sql),
+      };
       if (statements.size >= max) statements.delete(statements.keys().next().value as string);
       statements.set(sql, entry);
     }
-    if (entry.receipts) {
-      const r = receipts();
-      if (r?.pending) r.flushAll();
+    if (entry.receipts || entry.search || entry.adds) {
+      const { receipts, searchIndex } = deferred();
+      if (entry.receipts && receipts?.pending) receipts.flushAll();
+      if (entry.search && searchIndex?.pending) searchIndex.flushAll();
+      if (entry.adds) searchIndex?.noteAdded();
     }
     return entry.stmt;
   };

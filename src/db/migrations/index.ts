@@ -10,6 +10,7 @@ import * as m0041 from './0041_messages_pending_receipts.js';
 import * as m0050 from './0050_events_presence_sequence.js';
 import * as m0100 from './0100_features_files.js';
 import * as m0101 from './0101_messages_search_tsvector.js';
+import * as m0102 from './0102_messages_deferred_search_index.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -30,4 +31,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0100_features_files': m0100,
   '0041_messages_pending_receipts': m0041,
   '0101_messages_search_tsvector': m0101,
+  '0102_messages_deferred_search_index': m0102,
 };
