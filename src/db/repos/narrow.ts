@@ -2,6 +2,7 @@ import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Dialect, Tx } from '../index.js';
 import type { Message } from '../tables.js';
 import { ftsDrivenCondition, searchCondition } from './search.js';
+import { MESSAGE_COLUMNS } from './messages.js';
 import type { NarrowCondition, ResolvedNarrow } from '../../lib/narrow/conditions.js';
 import { FLAG_BITS } from '../../lib/message_flags.js';
 import { RESOLVED_TOPIC_PREFIX } from '../../lib/narrow/terms.js';
@@ -146,33 +147,7 @@ function whereClause(reader: NarrowReader, plan: Plan, q: NarrowSelect): RawBuil
   return sql`WHERE ${sql.join(parts, sql` AND `)}`;
 }
 
-/**
- * The message columns a narrow returns, listed because `m.*` would also bring PostgreSQL's
- * search_tsvector (migration 0101) with every row. A record, so the compiler keeps the list
- * equal to the Message type.
- */
-const MESSAGE_COLUMNS: Record<keyof Message, true> = {
-  id: true,
-  realm_id: true,
-  sender_id: true,
-  type: true,
-  stream_id: true,
-  topic: true,
-  topic_lc: true,
-  dm_key: true,
-  content: true,
-  rendered_content: true,
-  rendered_content_version: true,
-  date_sent: true,
-  sending_client: true,
-  last_edit_time: true,
-  last_moved_time: true,
-  edit_history: true,
-  has_link: true,
-  has_image: true,
-  has_attachment: true,
-};
-const messageColumns = sql.raw(Object.keys(MESSAGE_COLUMNS).map((c) => `m.${c}`).join(', '));
+const messageColumns = sql.raw(MESSAGE_COLUMNS.map((c) => `m.${c}`).join(', '));
 
 async function selectRows(
   db: Tx,
