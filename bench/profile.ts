@@ -4,7 +4,8 @@
  *
  *   node --import tsx bench/profile.ts bench/results/profiles/send/<file>.cpuprofile [--top 40] [--last SECONDS]
  *
- * --last counts only the final seconds of the profile (the load, not the start-up).
+ * --last counts only the final seconds of the profile (the load, not the start-up); --skip-last
+ * then leaves out the final seconds of those (e.g. the send scenario's half-rate phase).
  * --stalls lists the longest stretches without an idle sample (event-loop stalls) and what ran in them.
  */
 import { readFileSync } from 'node:fs';
@@ -24,12 +25,14 @@ interface Profile {
 }
 
 const args = process.argv.slice(2);
-const file = args.find((a, i) => !a.startsWith('--') && !['--top', '--last'].includes(args[i - 1] ?? ''));
+const file = args.find((a, i) => !a.startsWith('--') && !['--top', '--last', '--skip-last'].includes(args[i - 1] ?? ''));
 if (!file) throw new Error('usage: bench/profile.ts <file.cpuprofile> [--top N] [--inclusive name]');
 const topIndex = args.indexOf('--top');
 const top = topIndex >= 0 ? Number(args[topIndex + 1]) : 40;
 const lastIndex = args.indexOf('--last');
 const lastUs = lastIndex >= 0 ? Number(args[lastIndex + 1]) * 1e6 : Infinity;
+const skipIndex = args.indexOf('--skip-last');
+const skipUs = skipIndex >= 0 ? Number(args[skipIndex + 1]) * 1e6 : 0;
 
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -40,7 +43,7 @@ const self = new Map<number, number>();
 let at = profile.startTime;
 for (let i = 0; i < profile.samples.length; i++) {
   at += profile.timeDeltas[i] ?? 0;
-  if (profile.endTime - at > lastUs) continue;
+  if (profile.endTime - at > lastUs || profile.endTime - at < skipUs) continue;
   const id = profile.samples[i]!;
   self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
 }
