@@ -125,6 +125,8 @@ async function verifyApi(url: string, reader: Member, db: Database, dmParticipan
     (await db.kysely.selectFrom('messages').select('id').where('content', 'like', 'burst %').where('type', '=', type).orderBy('id').execute()).map((r) => r.id);
   assert.deepEqual(await fetchAll([{ operator: 'channel', operand: 'burst' }]), await inDb('stream'));
   assert.deepEqual(await fetchAll([{ operator: 'dm', operand: dmParticipants.filter((id) => id !== reader.id) }]), await inDb('private'));
+  // The full-text index holds every stored message (on SQLite, also those still waiting to be indexed at the kill).
+  assert.deepEqual(await fetchAll([{ operator: 'channel', operand: 'burst' }, { operator: 'search', operand: 'burst' }]), await inDb('stream'));
 }
 
 for (const kind of testDatabases()) {
@@ -175,8 +177,9 @@ for (const kind of testDatabases()) {
       assert.ok(acknowledged.length >= KILL_AFTER_ANSWERS && failed > 0, `acknowledged ${acknowledged.length}, failed ${failed}`);
       assert.ok(sends.every((s) => s.id !== undefined || !s.error?.startsWith('HTTP')), 'a send got an HTTP error instead of an id');
 
-      // SQLite: messages whose user_messages rows were still staged (db/receipts.ts) when killed.
-      const staged = kind === 'sqlite' ? stagedReceipts(d.databaseUrl) : 0;
+      // SQLite: messages whose user_messages rows or full-text entries were still staged
+      // (db/receipts.ts, db/search_index.ts) when killed.
+      const staged = kind === 'sqlite' ? stagedWork(d.databaseUrl) : { receipts: 0, searchEntries: 0 };
       server = await d.start();
       db = openDatabase(d.databaseUrl);
       const { rows } = await verifyDatabase(db, sends, subscribers, dmParticipants);
@@ -185,7 +188,7 @@ for (const kind of testDatabases()) {
       console.log(
         `# crash [${kind}]: ${SENDS} sends, SIGKILL at ${killedAt} ms after ${KILL_AFTER_ANSWERS} answers; ` +
           `${acknowledged.length} acknowledged (${afterKill} answered after the signal), ${failed} failed, ${rows} rows stored ` +
-          `(${staged} messages' receipts were staged at the kill), all complete`,
+          `(${staged.receipts} messages' receipts and ${staged.searchEntries} messages' search entries were staged at the kill), all complete`,
       );
     });
 
@@ -259,10 +262,11 @@ for (const kind of testDatabases()) {
   });
 }
 
-function stagedReceipts(databaseUrl: string): number {
+function stagedWork(databaseUrl: string): { receipts: number; searchEntries: number } {
   const raw = new SQLite(databaseUrl.slice('sqlite:'.length), { readonly: true });
+  const count = (table: string): number => raw.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number;
   try {
-    return raw.prepare('SELECT COUNT(*) FROM user_messages_pending').pluck().get() as number;
+    return { receipts: count('user_messages_pending'), searchEntries: count('messages_fts_pending') };
   } finally {
     raw.close();
   }
