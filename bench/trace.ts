@@ -8,6 +8,8 @@
  * TRACE_FANOUT_USERS sets the size of the fan-out channel (default 400).
  *
  * --profile writes a CPU profile of the measured requests only (summarize it with bench/profile.ts).
+ * --allocations prints where the measured requests allocate memory (sampled, garbage included),
+ * the source of the garbage collector's share of a profile.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -22,6 +24,8 @@ import type { InjectOptions } from 'fastify';
 
 const profileAt = process.argv.indexOf('--profile');
 const profileFile = profileAt > 0 ? process.argv.splice(profileAt, 2)[1] : undefined;
+const allocationsAt = process.argv.indexOf('--allocations');
+const allocations = allocationsAt > 0 && process.argv.splice(allocationsAt, 1).length > 0;
 const kind = process.argv[2] ?? 'send';
 const count = Number(process.argv[3] ?? 200);
 /** Requests in flight at once (sends then share transactions). */
@@ -150,12 +154,16 @@ const queueId =
     : '';
 for (let i = 0; i < 20; i++) await app.fastify.inject(request(i));
 const session = new Session();
+if (profileFile || allocations) session.connect();
 if (profileFile) {
-  session.connect();
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
 }
-tracing = !profileFile;
+if (allocations) {
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+}
+tracing = !profileFile && !allocations;
 const t0 = performance.now();
 const cpu0 = process.cpuUsage();
 let next = 0;
@@ -178,6 +186,10 @@ if (profileFile) {
   const { profile } = await session.post('Profiler.stop');
   writeFileSync(profileFile, JSON.stringify(profile));
 }
+if (allocations) {
+  const { profile } = await session.post('HeapProfiler.stopSampling');
+  printAllocations(profile.head);
+}
 let sqlMs = 0;
 for (const e of stats.values()) sqlMs += e.ms;
 // The minimum and median resist other processes' load on a shared machine better than the mean.
@@ -190,3 +202,31 @@ for (const [k, e] of [...stats].sort((a, b) => b[1].ms - a[1].ms).slice(0, 40)) 
 }
 await app.close();
 rmSync(work, { recursive: true, force: true });
+
+interface AllocationNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: AllocationNode[];
+}
+
+/** Bytes allocated per request by each function (self) and with its callees (inclusive), top 30 each. */
+function printAllocations(head: AllocationNode): void {
+  const self = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  const label = (n: AllocationNode): string =>
+    `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(src|node_modules)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
+  const walk = (n: AllocationNode, stack: string[]): number => {
+    const l = label(n);
+    self.set(l, (self.get(l) ?? 0) + n.selfSize);
+    let total = n.selfSize;
+    const inner = [...stack, l];
+    for (const c of n.children) total += walk(c, inner);
+    if (!stack.includes(l)) inclusive.set(l, (inclusive.get(l) ?? 0) + total);
+    return total;
+  };
+  walk(head, []);
+  for (const [title, m] of [['self', self], ['inclusive', inclusive]] as const) {
+    process.stdout.write(`allocated per request (${title}):\n`);
+    for (const [k, b] of [...m].sort((a, b) => b[1] - a[1]).slice(0, 30)) process.stdout.write(`${(b / count / 1024).toFixed(2).padStart(9)} KiB  ${k}\n`);
+  }
+}
