@@ -13,6 +13,7 @@ import { clientErrorHandler, frameworkErrors, refuseDuringShutdown } from './plu
 import { requestSerializer } from './plugins/redact.js';
 import { ensureDefaultRealm } from './actions/bootstrap.js';
 import { registerRoutes } from './routes/index.js';
+import { serveLongPollsDirectly } from './routes/events/long_poll.js';
 
 export interface App {
   fastify: FastifyInstance;
@@ -31,10 +32,11 @@ export interface BuildOptions {
  * Other processes' commits must reach this process's read cache. Scaled out, through Redis,
  * checked at the start of every request so that a change answered by one process applies to
  * the next request on any other. Otherwise the database reports them itself (SQLite's
- * data_version, PostgreSQL notifications: db/index.ts).
+ * data_version, PostgreSQL notifications: db/index.ts). Returns the per-request check, for the
+ * requests served before Fastify (routes/events/long_poll.ts), or null when there is none.
  */
-async function connectReadCache(fastify: FastifyInstance, config: Config, db: Database): Promise<void> {
-  if (!config.redisUrl || db.cache.remote instanceof RedisCacheRemote) return;
+async function connectReadCache(fastify: FastifyInstance, config: Config, db: Database): Promise<(() => Promise<void>) | null> {
+  if (!config.redisUrl || db.cache.remote instanceof RedisCacheRemote) return null;
   await db.cache.remote?.close();
   const remote = new RedisCacheRemote(config.redisUrl, config.events.redisPrefix, db.cache);
   db.cache.remote = remote;
@@ -42,6 +44,7 @@ async function connectReadCache(fastify: FastifyInstance, config: Config, db: Da
   fastify.addHook('onRequest', async () => {
     await remote.sync();
   });
+  return () => remote.sync();
 }
 
 /** Builds the whole server without listening; server.ts and the tests call it. */
@@ -68,11 +71,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   const db = options.db ?? openDatabase(config.databaseUrl);
   await migrate(db);
-  await connectReadCache(fastify, config, db);
+  const syncReadCache = await connectReadCache(fastify, config, db);
   const events = new EventBus();
   const queues = createQueueManager(config, events, fastify.log);
   await queues.start();
   const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config) };
+  // Request logging needs every request to go through Fastify.
+  if (config.logLevel !== 'debug') serveLongPollsDirectly(fastify.server, services, syncReadCache);
   // Held GET /events requests (and unused client connections) would keep close() waiting.
   const closeUnusedConnections = trackUnusedConnections(fastify.server);
   fastify.addHook('preClose', (done) => {

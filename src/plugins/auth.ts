@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
 import { JsonableError, unauthorized } from '../errors.js';
 import type { Realm, User } from '../db/tables.js';
 import { fetchRealmByStringIdCached, fetchUserByEmailCached } from '../db/cached.js';
@@ -60,8 +60,11 @@ export function checkCanAuthenticate(realm: Realm, user: User): void {
   if (!user.is_active) throw new JsonableError('Account is deactivated', 'USER_DEACTIVATED', 401);
 }
 
-/** HTTP Basic with the user's email and API key, the key compared in constant time. */
-export async function authenticateApiKey(services: Services, realm: Realm, req: FastifyRequest): Promise<User> {
+/**
+ * HTTP Basic with the user's email and API key, the key compared in constant time. Takes a
+ * Fastify request or Node's own (the long-poll path, routes/events/long_poll.ts).
+ */
+export async function authenticateApiKey(services: Services, realm: Realm, req: { headers: IncomingHttpHeaders }): Promise<User> {
   const { username, password } = parseBasicAuth(req.headers.authorization);
   if (!/^[A-Za-z0-9]{32}$/.test(password)) throw new JsonableError('Malformed API key', 'INVALID_API_KEY', 401);
   const user = await fetchUserByEmailCached(services.db.kysely, realm.id, username);

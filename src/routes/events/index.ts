@@ -1,4 +1,3 @@
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.js';
 import { endpoint } from '../endpoint.js';
@@ -6,29 +5,7 @@ import { p } from '../params.js';
 import { checkRegister, doRegister, type RegisterRequest } from '../../events/register.js';
 import { capabilitiesParam, eventTypesParam, idleQueueTimeoutParam, includeSubscribersParam, narrowParam } from './params.js';
 import { registerPresenceRoutes } from './presence.js';
-
-/**
- * GET /events bodies are assembled from each event's cached JSON rather than serialized
- * per request: a message fanned out to thousands of queues is stringified once.
- */
-function eventsBody(eventsJson: string, ignored: readonly string[]): string {
-  let body = `{"result":"success","msg":"","events":${eventsJson}`;
-  if (ignored.length) body += `,"ignored_parameters_unsupported":${JSON.stringify(ignored)}`;
-  return `${body}}`;
-}
-
-/**
- * Answers a held poll on the raw response: a held poll has left Fastify's request cycle
- * (hijacked), so that thousands of waiting requests cost no more than their sockets and a
- * small closure each.
- */
-function writeHeld(res: ServerResponse, body: string, closing: boolean): void {
-  if (res.destroyed || res.headersSent) return;
-  const headers: OutgoingHttpHeaders = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) };
-  // Polls answered because the server is shutting down must not keep their connection alive.
-  if (closing) headers.connection = 'close';
-  res.writeHead(200, headers).end(body);
-}
+import { pollParams, startPoll, takeHandedOverError } from './long_poll.js';
 
 export function registerEventRoutes(app: FastifyInstance, services: Services): void {
   endpoint(app, services, {
@@ -72,35 +49,17 @@ export function registerEventRoutes(app: FastifyInstance, services: Services): v
     path: '/events',
     // A long-poll is one request per batch of events or heartbeat; Zulip does not count them.
     rateLimited: false,
-    params: {
-      queue_id: p.str(),
-      last_event_id: p.int(),
-      dont_block: p.bool().default(false),
-    },
-    handler: async ({ params, user, reply, ignored }) => {
-      let immediate: string | null = null;
-      let held = false;
-      // Closures over the raw response only, so Fastify's request objects can be collected while held.
-      const res = reply.raw;
-      const respond = (eventsJson: string): void => {
-        if (held) writeHeld(res, eventsBody(eventsJson, ignored), services.queues.isClosing);
-        else immediate = eventsJson;
-      };
-      const cancel = await services.queues.poll(
-        { userId: user.id, queueId: params.queue_id, lastEventId: params.last_event_id, dontBlock: params.dont_block },
-        respond,
-      );
-      if (immediate !== null || !cancel) {
-        reply.code(200).header('content-type', 'application/json; charset=utf-8').send(eventsBody(immediate ?? '[]', ignored));
+    params: pollParams,
+    // Most polls are served before Fastify (long_poll.ts); this route answers the others.
+    handler: async ({ params, user, req, reply, ignored }) => {
+      const handedOver = takeHandedOverError(req.raw);
+      if (handedOver !== undefined) throw handedOver;
+      const body = await startPoll(services, reply.raw, user.id, params, ignored);
+      if (body !== null) {
+        reply.code(200).header('content-type', 'application/json; charset=utf-8').send(body);
         return;
       }
-      held = true;
       reply.hijack();
-      // The client may have hung up while the request was being authenticated.
-      if (res.destroyed) return cancel();
-      res.once('close', () => {
-        if (!res.writableFinished) cancel();
-      });
     },
   });
 
