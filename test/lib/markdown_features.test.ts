@@ -8,8 +8,10 @@ import {
   emojiCodeToNames,
   emojiNameToCode,
   expandUriTemplate,
+  isPlainText,
   mentionCandidates,
   renderMarkdown,
+  renderThroughPipeline,
   topicLinks,
   unicodeEmojiToCode,
   type MarkdownContext,
@@ -217,6 +219,34 @@ test('random Markdown never yields scripts, event handlers or javascript: links'
     }),
     { numRuns: 400, seed: 1 },
   );
+});
+
+test('plain text takes the fast path and renders exactly as the whole pipeline renders it', () => {
+  // The fast path is off in organizations with linkifiers (the shared context has some).
+  const plainCtx: MarkdownContext = { ...ctx, linkifiers: [] };
+  const plain = ['sm123x', 'ok', 'Thanks, see you tomorrow!', 'sounds good.', 'is it "done"? yes', "it's Ünïcödé ok", 'Привет мир', '日本語 です', 'x 1 2 3'];
+  for (const content of plain) {
+    assert.ok(isPlainText(content, plainCtx), content);
+    assert.deepEqual(renderMarkdown(content, plainCtx), renderThroughPipeline(content, plainCtx), content);
+  }
+  // Each of these is changed by some rule: none may take the fast path.
+  const notPlain = ['1. item', 'example.com', 'e.g. this', 'a  b', ' a', 'a ', 'a\nb', 'ℹ info', 'a :) b', '#x', 'a_b_', '@all', '3.14'];
+  for (const content of notPlain) assert.equal(isPlainText(content, plainCtx), false, content);
+  assert.equal(isPlainText('sm123x', ctx), false, 'with linkifiers');
+  // Random strings over the fast path's alphabet and its neighbours: whenever the fast path
+  // applies, its result is the pipeline's.
+  const chars = ['a', 'Z', 'é', 'ß', 'Ж', '日', 'ℹ', '1', '0', ' ', '  ', ',', '?', '!', "'", '"', '.', ':', ';', ')', '(', '-', '*', '_', '#', '>', '<', '&', 'com', 'www', 'http'];
+  let fast = 0;
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom(...chars), { minLength: 1, maxLength: 12 }), (parts) => {
+      const content = parts.join('');
+      if (!isPlainText(content, plainCtx)) return;
+      fast++;
+      assert.deepEqual(renderMarkdown(content, plainCtx), renderThroughPipeline(content, plainCtx), JSON.stringify(content));
+    }),
+    { numRuns: 5000, seed: 7 },
+  );
+  assert.ok(fast > 300, `only ${fast} random strings took the fast path`);
 });
 
 test('code blocks, math, time and /me', () => {

@@ -95,6 +95,7 @@ const BLOCK_LEVEL = new Set([
 export function renderMarkdown(content: string, ctx: MarkdownContext): RenderResult {
   try {
     if (content.length > MAX_MARKDOWN_INPUT) return plainResult(content, ctx);
+    if (isPlainText(content, ctx)) return result(`<p>${content}</p>`, content, ctx, emptyMentions(), NO_LINKS);
     return render(content, ctx);
   } catch {
     return plainResult(content, ctx);
@@ -172,6 +173,25 @@ function lookupsFor(ctx: MarkdownContext): Lookups {
     linkifiers: ctx.linkifiers ?? [],
     translateEmoticons: ctx.translateEmoticons ?? false,
   };
+}
+
+/**
+ * One line of words no rule of the pipeline changes: letters and digits in single-spaced runs,
+ * with , ? ! ' " and a period right after a letter ending a word (no list item, link or domain
+ * name). No emoji (some pictographs are letters, like U+2139), and no linkifiers to try.
+ * test/lib/markdown_features.test.ts checks it against the whole pipeline.
+ */
+const PLAIN_TEXT = /^(?:[\p{L}\p{Nd},?!'"]|(?<=\p{L})\.(?= |$))+(?: (?:[\p{L}\p{Nd},?!'"]|(?<=\p{L})\.(?= |$))+)*$/u;
+const PICTOGRAPH = /\p{Extended_Pictographic}/u;
+
+/** Whether `content` renders as itself in one paragraph (renderMarkdown's fast path). */
+export function isPlainText(content: string, ctx: MarkdownContext): boolean {
+  return !ctx.linkifiers?.length && PLAIN_TEXT.test(content) && !PICTOGRAPH.test(content);
+}
+
+/** The whole pipeline, without renderMarkdown's fast path (tests compare the two). */
+export function renderThroughPipeline(content: string, ctx: MarkdownContext): RenderResult {
+  return render(content, ctx);
 }
 
 function render(content: string, ctx: MarkdownContext): RenderResult {
