@@ -127,6 +127,24 @@ export const zInt = integer;
 export type ParamSpecs = Record<string, Param<any>>;
 export type ParsedParams<S extends ParamSpecs> = { [K in keyof S]: S[K] extends Param<infer T> ? T : never };
 
+/** Each spec set's entries and every name it knows (with aliases), computed once per endpoint. */
+const compiledSpecs = new WeakMap<ParamSpecs, { entries: [string, Param<unknown>][]; known: Set<string> }>();
+
+function compile(specs: ParamSpecs): { entries: [string, Param<unknown>][]; known: Set<string> } {
+  let compiled = compiledSpecs.get(specs);
+  if (!compiled) {
+    const entries = Object.entries(specs);
+    const known = new Set<string>();
+    for (const [name, spec] of entries) {
+      known.add(name);
+      for (const a of spec.aliases) known.add(a);
+    }
+    compiled = { entries, known };
+    compiledSpecs.set(specs, compiled);
+  }
+  return compiled;
+}
+
 /**
  * Decodes every declared parameter from the merged raw request values.
  * Returns the values and the names of parameters the endpoint does not know.
@@ -137,10 +155,8 @@ export function parseParams<S extends ParamSpecs>(
   pathParams: Record<string, string>,
 ): { values: ParsedParams<S>; ignored: string[] } {
   const values: Record<string, unknown> = {};
-  const known = new Set<string>(Object.keys(pathParams));
-  for (const [name, spec] of Object.entries(specs)) {
-    known.add(name);
-    for (const a of spec.aliases) known.add(a);
+  const { entries, known } = compile(specs);
+  for (const [name, spec] of entries) {
     let rawValue = pathParams[name] ?? raw[name];
     let usedName = name;
     if (rawValue === undefined) {
@@ -159,6 +175,7 @@ export function parseParams<S extends ParamSpecs>(
     }
     values[name] = spec.parse(rawValue, usedName);
   }
-  const ignored = Object.keys(raw).filter((k) => !known.has(k)).sort();
-  return { values: values as ParsedParams<S>, ignored };
+  const ignored: string[] = [];
+  for (const k of Object.keys(raw)) if (!known.has(k) && !Object.hasOwn(pathParams, k)) ignored.push(k);
+  return { values: values as ParsedParams<S>, ignored: ignored.sort() };
 }

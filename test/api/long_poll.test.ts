@@ -10,7 +10,7 @@ import { doCreateUser, doDeactivateUser } from '../../src/actions/users.js';
 import { startSession } from '../../src/plugins/session.js';
 import { ROLE_MEMBER } from '../../src/lib/roles.js';
 import { freshDatabaseUrl, PASSWORD, testConfig } from '../helpers/server.js';
-import { PollSlices } from '../../src/routes/events/long_poll.js';
+import { parseQuery, PollSlices } from '../../src/routes/events/long_poll.js';
 
 /**
  * GET /events is served straight from Node's request event (routes/events/long_poll.ts) and
@@ -116,6 +116,10 @@ describe('GET /events outside Fastify', () => {
     assert.equal(a.headers['content-type'], 'application/json; charset=utf-8');
     a = await poll(`/api/v1/events?queue_id=${q}&last_event_id=-1&dont_block=true&zeta=1&apply_markdown=true`, auth, { viaFastify: false });
     assert.deepEqual(json(a), { result: 'success', msg: '', events: [], ignored_parameters_unsupported: ['apply_markdown', 'zeta'] });
+    a = await poll(`/api/v1/events?&&zeta&=v&x==y&queue_id=${q}&last_event_id=-1&dont_block=true&x=z`, auth, { viaFastify: false });
+    assert.deepEqual(json(a).ignored_parameters_unsupported, ['', 'x', 'zeta']);
+    a = await poll(`/api/v1/events??queue_id=${q}&last_event_id=-1&dont_block=true`, auth, { viaFastify: false });
+    assert.deepEqual(json(a), { result: 'success', msg: '', events: [] });
     a = await poll(`/json/events?queue_id=${encodeURIComponent(q)}&last_event_id=-1&dont_block=true&dont_block=false&dont_block=true`, auth, { viaFastify: false });
     assert.deepEqual(json(a), { result: 'success', msg: '', events: [] });
   });
@@ -233,4 +237,20 @@ test('polls are handled in slices of a few milliseconds per turn of the event lo
   for (const r of ran) perTurn.set(r.turn, (perTurn.get(r.turn) ?? 0) + 1);
   assert.ok(perTurn.size >= 6, `40 ms of polls in ${perTurn.size} turns`);
   for (const [t, n] of perTurn) assert.ok(n <= 6, `${n} polls handled in turn ${t}`);
+});
+
+test('query strings are read as URLSearchParams reads them, the last value winning', () => {
+  const alphabet = ['a', 'b', '=', '&', '%', '%41', '%zz', '+', '?', 'é', '%C3%A9', ' '];
+  let seed = 7;
+  const random = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  for (let i = 0; i < 2000; i++) {
+    let query = '';
+    for (let j = random(12); j > 0; j--) query += alphabet[random(alphabet.length)];
+    const expected: Record<string, string> = {};
+    for (const [k, v] of new URLSearchParams(query)) expected[k] = v;
+    assert.deepEqual({ ...parseQuery(query) }, expected, JSON.stringify(query));
+  }
 });

@@ -87,10 +87,23 @@ type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 const NO_PATH_PARAMS: Record<string, string> = Object.freeze(Object.create(null) as Record<string, string>);
 
-/** The query string as Fastify's parser (app.ts) reads it: the last value wins. */
-function parseQuery(query: string): Record<string, string> {
+/**
+ * The query string as Fastify's parser (app.ts) reads it, URLSearchParams with the last value
+ * winning. A query with nothing to decode (the usual poll) is split directly, which gives the
+ * same result at a fraction of the cost.
+ */
+export function parseQuery(query: string): Record<string, string> {
   const out: Record<string, string> = Object.create(null);
-  for (const [k, v] of new URLSearchParams(query)) out[k] = v;
+  if (query.includes('%') || query.includes('+') || query.startsWith('?')) {
+    for (const [k, v] of new URLSearchParams(query)) out[k] = v;
+    return out;
+  }
+  for (const pair of query.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    if (eq < 0) out[pair] = '';
+    else out[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
   return out;
 }
 
