@@ -31,6 +31,7 @@ import {
   fetchUsersByEmails,
   fetchUsersByFullNames,
   insertMessages,
+  type ChannelRecipientRow,
   setStreamFirstMessageIdIfNull,
   topicHasMessages,
   topicHasMessagesReceivedBy,
@@ -49,6 +50,7 @@ import {
   type UserMessageRow,
 } from '../db/repos/user_messages.js';
 import { fetchUserTopicsForTopic } from '../db/repos/user_topics.js';
+import type { MessageReceipts } from '../db/receipts.js';
 import { JsonableError, badRequest } from '../errors.js';
 import type { EventRecipient, MessageEventExtra, ZulipEvent } from '../events/bus.js';
 import { accessMessage, accessMessages } from '../lib/access/messages.js';
@@ -76,7 +78,7 @@ import {
   type GroupPermissionConfig,
   type GroupSettingValue,
 } from '../lib/group_settings.js';
-import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, flagsList, isFlagName, type FlagName } from '../lib/message_flags.js';
+import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, isFlagName, sharedFlagsList, type FlagName } from '../lib/message_flags.js';
 import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
 import {
   codePointLength,
@@ -320,7 +322,7 @@ export interface PreparedMessage {
   /** user_messages rows to create: recipient -> flag bits. */
   flags: Map<number, number>;
   /** Recipient roles, for whether each may see the sender's real email. */
-  roles: Map<number, number>;
+  roles: ReadonlyMap<number, number>;
   automaticPolicy: number | null;
   /** Mentioned users who follow topics where they are mentioned. */
   followOnMention: number[];
@@ -484,6 +486,15 @@ async function checkMentions(
   return { mentioned, topicParticipants };
 }
 
+/** Each cached subscriber list's roles by user, built once per list (cached lists are frozen). */
+const rolesBySubscribers = new WeakMap<readonly ChannelRecipientRow[], ReadonlyMap<number, number>>();
+
+function subscriberRoles(subs: readonly ChannelRecipientRow[]): ReadonlyMap<number, number> {
+  let roles = rolesBySubscribers.get(subs);
+  if (!roles) rolesBySubscribers.set(subs, (roles = new Map(subs.map((s) => [s.user_id, s.role]))));
+  return roles;
+}
+
 /**
  * Validates a message the way Zulip's check_message does and computes everything sending it
  * writes: recipients and their flags, mention and alert-word flags, the sender's automatic
@@ -494,7 +505,7 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
   const content = normalizeMessageContent(input.content);
   const settings = realmSettings(realm);
   let target: ChannelTarget | DirectTarget;
-  const roles = new Map<number, number>();
+  let roles: ReadonlyMap<number, number> = new Map();
   const recipientIds: number[] = [];
   const mutedStreamRecipients = new Set<number>();
   let caller: ChannelCaller | null = null;
@@ -521,9 +532,9 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
     const subs = await fetchChannelRecipientsCached(db, stream.id);
     subscriberCount = subs.length;
     let senderMuted: boolean | null = subscribed ? false : null;
+    roles = subscriberRoles(subs);
     for (const s of subs) {
       recipientIds.push(s.user_id);
-      roles.set(s.user_id, s.role);
       if (s.is_muted) mutedStreamRecipients.add(s.user_id);
       if (s.user_id === sender.id) senderMuted = !!s.is_muted;
     }
@@ -543,10 +554,8 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
     const participants = [sender, ...recipients.filter((u) => u.id !== sender.id)].sort((a, b) => a.id - b.id);
     const dmKey = dmKeyFor(participants.map((u) => u.id));
     await checkCanSendDirectMessage(db, realm, sender, recipients, dmKey);
-    for (const u of participants) {
-      recipientIds.push(u.id);
-      roles.set(u.id, u.role);
-    }
+    for (const u of participants) recipientIds.push(u.id);
+    roles = new Map(participants.map((u) => [u.id, u.role]));
     target = { kind: 'private', participants, dmKey };
   }
 
@@ -636,8 +645,8 @@ function eventMessageDict(services: Services, p: PreparedMessage, row: Message):
 /**
  * Writes a batch of checked messages inside `tx`: the messages, in one statement, then for each
  * in order its attachments, the channel's first_message_id when unset, automatic topic follows;
- * adds every recipient's user_messages row to `rows` (the caller inserts them for the whole
- * batch); and queues, for after the commit, the `message` event to every recipient with their
+ * adds each message's recipients and their flags to `received` (the caller writes their
+ * user_messages rows for the whole batch); and queues, for after the commit, the `message` event to every recipient with their
  * flags (sender first) and the `user_topic` events.
  */
 async function writeMessages(
@@ -645,7 +654,7 @@ async function writeMessages(
   tx: Tx,
   afterCommit: (cb: () => void) => void,
   batch: readonly PreparedMessage[],
-  rows: UserMessageRow[],
+  received: MessageReceipts[],
 ): Promise<SentMessage[]> {
   const dateSent = now();
   const attachments: AttachmentRow[][] = [];
@@ -673,7 +682,7 @@ async function writeMessages(
     }),
   );
   const out: SentMessage[] = [];
-  for (let i = 0; i < batch.length; i++) out.push(await finishMessage(services, tx, afterCommit, batch[i]!, messages[i]!, attachments[i]!, rows, dateSent));
+  for (let i = 0; i < batch.length; i++) out.push(await finishMessage(services, tx, afterCommit, batch[i]!, messages[i]!, attachments[i]!, received, dateSent));
   return out;
 }
 
@@ -684,12 +693,12 @@ async function finishMessage(
   p: PreparedMessage,
   message: Message,
   attachments: readonly AttachmentRow[],
-  rows: UserMessageRow[],
+  received: MessageReceipts[],
   dateSent: number,
 ): Promise<SentMessage> {
   const t = p.target;
   await setMessageAttachments(services, tx, afterCommit, p.realm, message.id, attachments, true);
-  for (const [user_id, flags] of p.flags) rows.push({ user_id, message_id: message.id, flags });
+  received.push({ messageId: message.id, flags: p.flags });
   let changedPolicy = false;
   if (t.kind === 'stream') {
     if (t.stream.first_message_id === null) await setStreamFirstMessageIdIfNull(tx, t.stream.id, message.id);
@@ -701,8 +710,11 @@ async function finishMessage(
   }
   const dict = eventMessageDict(services, p, message);
   const recipients: EventRecipient[] = [];
-  if (p.flags.has(p.sender.id)) recipients.push({ id: p.sender.id, flags: flagsList(p.flags.get(p.sender.id)!) });
-  for (const [id, f] of p.flags) if (id !== p.sender.id) recipients.push({ id, flags: flagsList(f) });
+  if (p.flags.has(p.sender.id)) recipients.push({ id: p.sender.id, flags: sharedFlagsList(p.flags.get(p.sender.id)!) });
+  // forEach: iterating entries would allocate a pair per recipient (10,000 for a large channel).
+  p.flags.forEach((f, id) => {
+    if (id !== p.sender.id) recipients.push({ id, flags: sharedFlagsList(f) });
+  });
   const extra: MessageEventExtra = {
     rawContent: p.content,
     senderAvatarIsGravatar: p.sender.avatar_source === AVATAR_FROM_GRAVATAR,
@@ -764,15 +776,17 @@ class SendQueue {
     let sent: SentMessage[];
     try {
       sent = await transaction(this.services.db, async (tx, afterCommit) => {
-        const rows: UserMessageRow[] = [];
-        const out = await writeMessages(this.services, tx, afterCommit, batch.map((s) => s.p), rows);
+        const received: MessageReceipts[] = [];
+        const out = await writeMessages(this.services, tx, afterCommit, batch.map((s) => s.p), received);
         const receipts = this.services.db.receipts;
         if (receipts) {
           // SQLite: the rows follow in large sorted batches (db/receipts.ts).
-          receipts.stage(rows);
+          receipts.stage(received);
           afterCommit(() => receipts.schedule());
           return out;
         }
+        const rows: UserMessageRow[] = [];
+        for (const { messageId, flags } of received) flags.forEach((f, user_id) => rows.push({ user_id, message_id: messageId, flags: f }));
         // One insert for the whole batch (several times cheaper than one per message), in slices
         // with the event loop free between them: a message to 10,000 people takes ~25 ms to insert.
         for (let i = 0; i < rows.length; i += INSERT_SLICE) {
@@ -1361,7 +1375,7 @@ export async function doUpdateMessage(services: Services, e: PreparedEdit): Prom
     const recipients: EventRecipient[] = [];
     const seen = new Set<number>();
     for (const [id, f] of flagsOfEdited) {
-      recipients.push({ id, flags: flagsList(f) });
+      recipients.push({ id, flags: sharedFlagsList(f) });
       seen.add(id);
     }
     for (const r of rows) {

@@ -1,7 +1,6 @@
 import type SQLite from 'better-sqlite3';
 import type { ReadCache } from './cache.js';
 import { DeferredWork } from './deferred.js';
-import type { UserMessageRow } from './repos/user_messages.js';
 
 /** Rows materialized per slice in the background (a few milliseconds of work). */
 const SLICE_ROWS = 4000;
@@ -9,6 +8,12 @@ const SLICE_ROWS = 4000;
 const INSERT_ROWS = 250;
 /** Pending messages read per step. */
 const HEAD = 64;
+
+/** A new message's recipients: user ID -> flag bits. */
+export interface MessageReceipts {
+  messageId: number;
+  flags: ReadonlyMap<number, number>;
+}
 
 /**
  * Deferred receipts (SQLite only). A message to N people needs N `user_messages` rows, and each
@@ -48,16 +53,18 @@ export class DeferredReceipts extends DeferredWork {
    * Writes the receipts of a batch of messages, inside the caller's open transaction (they
    * commit or roll back with the messages). Call `schedule()` after the commit.
    */
-  stage(rows: readonly UserMessageRow[]): void {
+  stage(messages: readonly MessageReceipts[]): void {
     if (!this.sqlite.inTransaction) throw new Error('receipts are staged inside the transaction that writes their messages');
-    const byMessage = new Map<number, number[]>();
-    for (const r of rows) {
-      if (r.user_id > 0xffffffff || r.flags > 0xffffffff) throw new Error('user id or flags beyond 32 bits');
-      let list = byMessage.get(r.message_id);
-      if (!list) byMessage.set(r.message_id, (list = []));
-      list.push(r.user_id, r.flags);
+    for (const { messageId, flags } of messages) {
+      const pairs = new Uint32Array(flags.size * 2);
+      let i = 0;
+      flags.forEach((f, userId) => {
+        if (userId > 0xffffffff || f > 0xffffffff) throw new Error('user id or flags beyond 32 bits');
+        pairs[i++] = userId;
+        pairs[i++] = f;
+      });
+      this.stageOne.run(messageId, Buffer.from(pairs.buffer));
     }
-    for (const [messageId, pairs] of byMessage) this.stageOne.run(messageId, Buffer.from(Uint32Array.from(pairs).buffer));
     this.markPending();
   }
 
@@ -68,27 +75,50 @@ export class DeferredReceipts extends DeferredWork {
   protected step(limit: number): boolean {
     const heads = this.head.all() as { message_id: number; recipients: Buffer }[];
     if (heads.length === 0) return false;
-    const rows: number[][] = [];
+    let total = 0;
+    for (const h of heads) total += h.recipients.length / 8;
+    // The rows as three columns, in typed arrays: a slice is thousands of rows.
+    const size = Math.min(total, limit);
+    const users = new Uint32Array(size);
+    const flags = new Uint32Array(size);
+    const messages = new Float64Array(size);
+    let n = 0;
     let cut = false;
     for (const h of heads) {
       const pairs = h.recipients.length / 8;
-      const take = Math.min(pairs, limit - rows.length);
-      for (let i = 0; i < take; i++) rows.push([h.recipients.readUInt32LE(8 * i), h.message_id, h.recipients.readUInt32LE(8 * i + 4)]);
+      const take = Math.min(pairs, size - n);
+      for (let i = 0; i < take; i++, n++) {
+        users[n] = h.recipients.readUInt32LE(8 * i);
+        flags[n] = h.recipients.readUInt32LE(8 * i + 4);
+        messages[n] = h.message_id;
+      }
       if (take < pairs) {
         this.keep.run(h.recipients.subarray(8 * take), h.message_id);
         cut = true;
         break;
       }
       this.drop.run(h.message_id);
-      if (rows.length >= limit) {
+      if (n >= limit) {
         cut = true;
         break;
       }
     }
-    rows.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
+    const order = Uint32Array.from({ length: n }, (_, i) => i).sort((a, b) => users[a]! - users[b]! || messages[a]! - messages[b]!);
+    const params: number[] = new Array(INSERT_ROWS * 3);
     let i = 0;
-    for (; i + INSERT_ROWS <= rows.length; i += INSERT_ROWS) this.insertMany.run(rows.slice(i, i + INSERT_ROWS).flat());
-    for (; i < rows.length; i++) this.insertOne.run(rows[i]);
+    for (; i + INSERT_ROWS <= n; i += INSERT_ROWS) {
+      for (let k = 0; k < INSERT_ROWS; k++) {
+        const r = order[i + k]!;
+        params[3 * k] = users[r]!;
+        params[3 * k + 1] = messages[r]!;
+        params[3 * k + 2] = flags[r]!;
+      }
+      this.insertMany.run(params);
+    }
+    for (; i < n; i++) {
+      const r = order[i]!;
+      this.insertOne.run(users[r], messages[r], flags[r]);
+    }
     this.cache.invalidate(['user_messages']);
     return cut || heads.length === HEAD;
   }

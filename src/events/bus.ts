@@ -8,7 +8,7 @@ export interface ZulipEvent {
 }
 
 /** A recipient user ID, or for message events a user ID with that user's flags. */
-export type EventRecipient = number | { id: number; flags: string[] };
+export type EventRecipient = number | { id: number; flags: readonly string[] };
 
 /**
  * A `message` event is published once, formatted as for apply_markdown=true and

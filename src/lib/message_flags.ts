@@ -44,6 +44,18 @@ const API_FLAG_BITS = (Object.entries(FLAG_BITS) as [FlagName, number][]).filter
  * The API flag list of a bitmask, in bit order. `wildcard_mentioned` is the deprecated
  * union of the two wildcard flags, still sent for older clients (feature level 224).
  */
+const sharedLists = new Map<number, readonly string[]>();
+
+/**
+ * flagsList's result as one frozen array per mask, shared: a message event lists every
+ * recipient's flags, and most recipients of a message have the same ones.
+ */
+export function sharedFlagsList(mask: number): readonly string[] {
+  let list = sharedLists.get(mask);
+  if (!list) sharedLists.set(mask, (list = Object.freeze(flagsList(mask))));
+  return list;
+}
+
 export function flagsList(mask: number): string[] {
   const out: string[] = [];
   for (const [name, bit] of API_FLAG_BITS) if (mask & bit) out.push(name);

@@ -63,7 +63,7 @@ describe('deferred receipts [sqlite]', () => {
   async function stagedMessage(on: Database, recipients: number, fail = false): Promise<number> {
     const id = await transaction(on, async (tx) => {
       const [m] = await insertMessages(tx, [messageRow(`message ${++nextMessage}`)]);
-      on.receipts!.stage(Array.from({ length: recipients }, (_, i) => ({ user_id: recipients - i, message_id: m!.id, flags: i === recipients - 1 ? 1 : 0 })));
+      on.receipts!.stage([{ messageId: m!.id, flags: new Map(Array.from({ length: recipients }, (_, i) => [recipients - i, i === recipients - 1 ? 1 : 0])) }]);
       if (fail) throw new Error('rolled back');
       return m!.id;
     });

@@ -10,7 +10,7 @@ interface WireEnvelope {
   u: number[];
   /** Per recipient: index into `fs`, or -1 for a plain user ID; absent when nobody has flags. */
   f?: number[];
-  fs?: string[][];
+  fs?: (readonly string[])[];
   m?: {
     raw: string;
     g: boolean;
@@ -27,7 +27,7 @@ export function encodeEnvelope(env: EventEnvelope): string {
   const u: number[] = new Array(env.users.length);
   let f: number[] | undefined;
   const sets = new Map<string, number>();
-  const fs: string[][] = [];
+  const fs: (readonly string[])[] = [];
   env.users.forEach((r, i) => {
     if (typeof r === 'number') {
       u[i] = r;
