@@ -29,6 +29,26 @@ function messageRow(content: string): SentMessageRow {
 }
 
 /**
+ * A migrated SQLite database for one suite, and a plain connection to its file: it reads (and,
+ * like the command-line tools, writes) the tables as stored, without doing deferred work first.
+ */
+function suiteDatabase(): { readonly url: string; readonly db: Database; readonly raw: SQLite.Database } {
+  const suite = {} as { url: string; db: Database; raw: SQLite.Database; drop: () => Promise<void> };
+  before(async () => {
+    ({ url: suite.url, drop: suite.drop } = await freshDatabaseUrl('sqlite'));
+    suite.db = openDatabase(suite.url);
+    await migrate(suite.db);
+    suite.raw = new SQLite(suite.url.slice('sqlite:'.length));
+  });
+  after(async () => {
+    suite.raw.close();
+    await suite.db.close();
+    await suite.drop();
+  });
+  return suite;
+}
+
+/**
  * Deferred receipts (db/receipts.ts): on SQLite a send commits one user_messages_pending row
  * per message and the user_messages rows follow in sorted batches. Nothing may observe the
  * difference: every statement naming user_messages materializes first, in its transaction,
@@ -36,26 +56,10 @@ function messageRow(content: string): SentMessageRow {
  * rolled-back send leaves nothing behind.
  */
 describe('deferred receipts [sqlite]', () => {
-  let url: string;
-  let drop: () => Promise<void>;
-  let db: Database;
-  /** A plain connection: it reads the tables as stored, without materializing anything. */
-  let raw: SQLite.Database;
+  const t = suiteDatabase();
   let nextMessage = 0;
 
-  before(async () => {
-    ({ url, drop } = await freshDatabaseUrl('sqlite'));
-    db = openDatabase(url);
-    await migrate(db);
-    raw = new SQLite(url.slice('sqlite:'.length), { readonly: true });
-  });
-  after(async () => {
-    raw.close();
-    await db.close();
-    await drop();
-  });
-
-  const count = (sql: string, ...args: unknown[]): number => (raw.prepare(sql).pluck().get(...args) as number) ?? 0;
+  const count = (sql: string, ...args: unknown[]): number => (t.raw.prepare(sql).pluck().get(...args) as number) ?? 0;
   const stored = (messageId: number): number => count('SELECT COUNT(*) FROM user_messages WHERE message_id = ?', messageId);
   const pendingRows = (): number => count('SELECT COUNT(*) FROM user_messages_pending');
 
@@ -71,10 +75,10 @@ describe('deferred receipts [sqlite]', () => {
   }
 
   test('a send commits one pending row; the next statement naming user_messages inserts the rows first, with their flags', async () => {
-    const id = await stagedMessage(db, 3);
+    const id = await stagedMessage(t.db, 3);
     assert.equal(pendingRows(), 1);
     assert.equal(stored(id), 0, 'the rows are deferred');
-    const rows = await db.kysely.selectFrom('user_messages').selectAll().where('message_id', '=', id).orderBy('user_id').execute();
+    const rows = await t.db.kysely.selectFrom('user_messages').selectAll().where('message_id', '=', id).orderBy('user_id').execute();
     assert.deepEqual(rows, [
       { user_id: 1, message_id: id, flags: 1 },
       { user_id: 2, message_id: id, flags: 0 },
@@ -85,23 +89,23 @@ describe('deferred receipts [sqlite]', () => {
   });
 
   test('a write to user_messages also materializes first (marking the deferred rows read updates them)', async () => {
-    const id = await stagedMessage(db, 2);
-    const res = await db.kysely.updateTable('user_messages').set({ flags: 1 }).where('message_id', '=', id).executeTakeFirst();
+    const id = await stagedMessage(t.db, 2);
+    const res = await t.db.kysely.updateTable('user_messages').set({ flags: 1 }).where('message_id', '=', id).executeTakeFirst();
     assert.equal(Number(res.numUpdatedRows), 2);
     assert.equal(count('SELECT COUNT(*) FROM user_messages WHERE message_id = ? AND flags = 1', id), 2);
   });
 
   test('a rolled-back send stages nothing', async () => {
-    await assert.rejects(stagedMessage(db, 2, true), /rolled back/);
+    await assert.rejects(stagedMessage(t.db, 2, true), /rolled back/);
     assert.equal(pendingRows(), 0);
-    await db.kysely.selectFrom('user_messages').select('user_id').limit(1).execute();
+    await t.db.kysely.selectFrom('user_messages').select('user_id').limit(1).execute();
     assert.equal(count('SELECT COUNT(*) FROM user_messages WHERE message_id > ?', nextMessage + 100), 0);
   });
 
   test('materialized inside a transaction that rolls back: the rows are pending again, and the next reader still materializes them', async () => {
-    const id = await stagedMessage(db, 3);
+    const id = await stagedMessage(t.db, 3);
     await assert.rejects(
-      transaction(db, async (tx) => {
+      transaction(t.db, async (tx) => {
         assert.equal((await tx.selectFrom('user_messages').select('user_id').where('message_id', '=', id).execute()).length, 3);
         // A second statement finds nothing pending, inside the transaction.
         await tx.selectFrom('user_messages').select('flags').where('user_id', '=', 1).execute();
@@ -111,14 +115,14 @@ describe('deferred receipts [sqlite]', () => {
     );
     assert.equal(pendingRows(), 1);
     assert.equal(stored(id), 0);
-    assert.equal(db.receipts!.pending, true, 'a rolled-back materialization must leave the pending flag set');
-    const rows = await db.kysely.selectFrom('user_messages').select('user_id').where('message_id', '=', id).execute();
+    assert.equal(t.db.receipts!.pending, true, 'a rolled-back materialization must leave the pending flag set');
+    const rows = await t.db.kysely.selectFrom('user_messages').select('user_id').where('message_id', '=', id).execute();
     assert.equal(rows.length, 3);
   });
 
   test('the background materializes a 10,000-recipient message in slices, with the event loop free between them', async () => {
-    const id = await stagedMessage(db, 10_000);
-    db.receipts!.schedule(0);
+    const id = await stagedMessage(t.db, 10_000);
+    t.db.receipts!.schedule(0);
     const seen = new Set<number>();
     for (let spins = 0; stored(id) < 10_000; spins++) {
       assert.ok(spins < 100_000, 'materialization did not finish');
@@ -130,8 +134,8 @@ describe('deferred receipts [sqlite]', () => {
   });
 
   test('another connection (the command-line tools, a restart after a crash) sees rows staged by this one', async () => {
-    const id = await stagedMessage(db, 4);
-    const other = openDatabase(url);
+    const id = await stagedMessage(t.db, 4);
+    const other = openDatabase(t.url);
     try {
       const rows = await other.kysely.selectFrom('user_messages').select('user_id').where('message_id', '=', id).execute();
       assert.equal(rows.length, 4);
@@ -142,8 +146,8 @@ describe('deferred receipts [sqlite]', () => {
   });
 
   test('deleting a message with staged receipts leaves no pending row behind', async () => {
-    const id = await stagedMessage(db, 2);
-    await db.kysely.deleteFrom('messages').where('id', '=', id).execute();
+    const id = await stagedMessage(t.db, 2);
+    await t.db.kysely.deleteFrom('messages').where('id', '=', id).execute();
     assert.equal(pendingRows(), 0);
   });
 });
@@ -156,38 +160,22 @@ describe('deferred receipts [sqlite]', () => {
  * connection's messages are indexed too.
  */
 describe('deferred search index [sqlite]', () => {
-  let url: string;
-  let drop: () => Promise<void>;
-  let db: Database;
-  /** A plain connection: it reads the tables as stored, without indexing anything first. */
-  let raw: SQLite.Database;
+  const t = suiteDatabase();
   let word = 0;
 
-  before(async () => {
-    ({ url, drop } = await freshDatabaseUrl('sqlite'));
-    db = openDatabase(url);
-    await migrate(db);
-    raw = new SQLite(url.slice('sqlite:'.length));
-  });
-  after(async () => {
-    raw.close();
-    await db.close();
-    await drop();
-  });
-
-  const pending = (): number => raw.prepare('SELECT COUNT(*) FROM messages_fts_pending').pluck().get() as number;
-  const storedMatches = (w: string): number[] => raw.prepare('SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid').pluck().all(w) as number[];
+  const pending = (): number => t.raw.prepare('SELECT COUNT(*) FROM messages_fts_pending').pluck().get() as number;
+  const storedMatches = (w: string): number[] => t.raw.prepare('SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid').pluck().all(w) as number[];
   /** Searches through the server's connection, as a search narrow does. */
   const search = async (w: string): Promise<number[]> =>
-    (await sql<{ rowid: number }>`SELECT rowid FROM messages_fts WHERE messages_fts MATCH ${w} ORDER BY rowid`.execute(db.kysely)).rows.map((r) => r.rowid);
+    (await sql<{ rowid: number }>`SELECT rowid FROM messages_fts WHERE messages_fts MATCH ${w} ORDER BY rowid`.execute(t.db.kysely)).rows.map((r) => r.rowid);
   /** FTS5's check of the index against the messages table (rank 1: external content included). */
   const integrityCheck = (): void => {
-    raw.prepare("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)").run();
+    t.raw.prepare("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)").run();
   };
   const newWord = (): string => `zz${++word}qq`;
 
   async function addMessage(content: string, fail = false): Promise<number> {
-    return transaction(db, async (tx) => {
+    return transaction(t.db, async (tx) => {
       const [m] = await insertMessages(tx, [messageRow(content)]);
       if (fail) throw new Error('rolled back');
       return m!.id;
@@ -220,7 +208,7 @@ describe('deferred search index [sqlite]', () => {
       const id = await addMessage(`text ${before}`);
       if (when === 'indexed') assert.deepEqual(await search(before), [id]);
       else assert.equal(pending(), 1);
-      await db.kysely.updateTable('messages').set({ content: `text ${afterEdit}`, topic: topicWord }).where('id', '=', id).execute();
+      await t.db.kysely.updateTable('messages').set({ content: `text ${afterEdit}`, topic: topicWord }).where('id', '=', id).execute();
       assert.deepEqual(await search(before), []);
       assert.deepEqual(await search(afterEdit), [id]);
       assert.deepEqual(await search(topicWord), [id]);
@@ -231,7 +219,7 @@ describe('deferred search index [sqlite]', () => {
       const w = newWord();
       const id = await addMessage(w);
       if (when === 'indexed') assert.deepEqual(await search(w), [id]);
-      await db.kysely.deleteFrom('messages').where('id', '=', id).execute();
+      await t.db.kysely.deleteFrom('messages').where('id', '=', id).execute();
       assert.equal(pending(), 0);
       assert.deepEqual(await search(w), []);
       integrityCheck();
@@ -247,7 +235,7 @@ describe('deferred search index [sqlite]', () => {
 
   test('a message written by another connection (the command-line tools) is indexed', async () => {
     const w = newWord();
-    const info = raw
+    const info = t.raw
       .prepare(
         `INSERT INTO messages (realm_id, sender_id, type, stream_id, topic, topic_lc, content, rendered_content, date_sent, sending_client)
          VALUES (1, 1, 'stream', 1, 't', 't', ?, '<p>m</p>', 0, 'cli')`,
@@ -257,7 +245,7 @@ describe('deferred search index [sqlite]', () => {
     // The server checks for other connections' commits (SQLite's data_version) once per turn of
     // the event loop, before its first cached read.
     await new Promise((r) => setImmediate(r));
-    db.cache.checkExternal?.();
+    t.db.cache.checkExternal?.();
     assert.deepEqual(await search(w), [Number(info.lastInsertRowid)]);
     assert.equal(pending(), 0);
   });
