@@ -67,6 +67,11 @@ export async function newest(client: ApiClient, narrow: ParamValue, n = 100): Pr
   return ids(await getMessages(client, { anchor: 'newest', num_before: n, num_after: 0, narrow }));
 }
 
+/** A search within one channel, as `client` sees it: the newest matching message IDs. */
+export function searchIn(client: ApiClient, channel: string): (query: string) => Promise<number[]> {
+  return (query) => newest(client, [{ operator: 'channel', operand: channel }, { operator: 'search', operand: query }]);
+}
+
 /** Sets or clears flag bits on one user's copy of messages, straight in the database. */
 export async function setFlagBits(s: TestServer, userId: number, messageIds: number[], bits: number, on: boolean): Promise<void> {
   const rows = await s.app.services.db.kysely

@@ -9,6 +9,7 @@ import {
   createChannel,
   getMessages,
   newest,
+  searchIn,
   sendDirect,
   sendToChannel,
   setFlagBits,
@@ -257,7 +258,7 @@ forEachDatabase('narrow operators', (server) => {
     const b = await sendToChannel(hamlet.client, name, 'lunch', 'Talks resume after lunch, budget later');
     const c = await sendToChannel(hamlet.client, name, 'lunch', 'nothing relevant here');
     const inChannel = { operator: 'channel', operand: name };
-    const search = async (q: string) => newest(othello.client, [inChannel, { operator: 'search', operand: q }]);
+    const search = searchIn(othello.client, name);
     assert.deepEqual(await search('talk'), [a, b]);
     assert.deepEqual(await search('BUDGET talking'), [a, b]);
     assert.deepEqual(await search('meeting'), [a]);
@@ -285,8 +286,7 @@ forEachDatabase('narrow operators', (server) => {
     const name = unique('Search edits');
     await createChannel(s, hamlet, name, { members: [othello.user] });
     const id = await sendToChannel(hamlet.client, name, 'harbour', 'the lighthouse keeper');
-    const inChannel = { operator: 'channel', operand: name };
-    const search = async (q: string) => newest(othello.client, [inChannel, { operator: 'search', operand: q }]);
+    const search = searchIn(othello.client, name);
     const anywhere = async (q: string) => newest(othello.client, [{ operator: 'search', operand: q }]);
     assert.deepEqual(await search('lighthouse'), [id]);
     assert.deepEqual(await search('harbour'), [id]);
