@@ -218,4 +218,28 @@ describeRedis('read cache across processes through Redis', () => {
     ok(await new ApiClient(urlB, owner.email, owner.api_key).patch(`/users/${user.id}`, { role: 400 }));
     await expectAdmin(onA(key), false);
   });
+
+  test('GET /messages on one server renders a linkifier, a channel name and a sender name changed through the other', async () => {
+    const realm = (await fetchRealmByStringId(a.services.db.kysely, ''))!;
+    const owner = (await fetchUserByEmail(a.services.db.kysely, realm.id, OWNER_EMAIL))!;
+    const onA = new ApiClient(urlA, owner.email, owner.api_key);
+    const onB = new ApiClient(urlB, owner.email, owner.api_key);
+    ok(await onA.post('/users/me/subscriptions', { subscriptions: JSON.stringify([{ name: 'cached names' }]) }));
+    ok(await onA.post('/messages', { type: 'stream', to: 'cached names', topic: 'ticket CACHE-7', content: 'hello' }));
+    const newest = async (): Promise<any> => {
+      const body = ok(await onB.get('/messages', { anchor: 'newest', num_before: 1, num_after: 0 }));
+      return body.messages[0];
+    };
+    let m = await newest();
+    assert.equal(m.display_recipient, 'cached names');
+    assert.deepEqual(m.topic_links, []);
+
+    ok(await onA.post('/realm/filters', { pattern: 'CACHE-(?P<id>[0-9]+)', url_template: 'https://tickets.example.com/{id}' }));
+    ok(await onA.patch(`/streams/${m.stream_id}`, { new_name: 'renamed names' }));
+    ok(await onA.patch(`/users/${owner.id}`, { full_name: 'Renamed Owner' }));
+    m = await newest();
+    assert.deepEqual(m.topic_links, [{ text: 'CACHE-7', url: 'https://tickets.example.com/7' }]);
+    assert.equal(m.display_recipient, 'renamed names');
+    assert.equal(m.sender_full_name, 'Renamed Owner');
+  });
 });

@@ -93,13 +93,7 @@ export async function fetchReactions(db: Tx, messageIds: readonly number[]): Pro
     .execute();
 }
 
-/** Channel names by ID, for display_recipient. */
-export async function fetchStreamNames(db: Tx, streamIds: readonly number[]): Promise<Map<number, string>> {
-  if (streamIds.length === 0) return new Map();
-  const rows = await db.selectFrom('streams').select(['id', 'name']).where('id', 'in', [...streamIds]).execute();
-  return new Map(rows.map((r) => [r.id, r.name]));
-}
-
+/** The user fields message dicts need (senders and direct-message participants). */
 export interface MessageUserRow {
   id: number;
   realm_id: number;
@@ -108,17 +102,6 @@ export interface MessageUserRow {
   full_name: string;
   avatar_source: string;
   avatar_version: number;
-}
-
-/** The user fields message dicts need (senders and direct-message participants). */
-export async function fetchMessageUsers(db: Tx, userIds: readonly number[]): Promise<Map<number, MessageUserRow>> {
-  if (userIds.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('users')
-    .select(['id', 'realm_id', 'email', 'delivery_email', 'full_name', 'avatar_source', 'avatar_version'])
-    .where('id', 'in', [...userIds])
-    .execute();
-  return new Map(rows.map((r) => [r.id, r]));
 }
 
 export interface StreamAccessRow {

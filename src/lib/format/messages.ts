@@ -1,17 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Tx } from '../../db/index.js';
 import type { Message, Realm } from '../../db/tables.js';
-import {
-  fetchMessageUsers,
-  fetchReactions,
-  fetchStreamNames,
-  type MessageUserRow,
-  type ReactionRow,
-} from '../../db/repos/messages.js';
+import { fetchReactions, type MessageUserRow, type ReactionRow } from '../../db/repos/messages.js';
+import { fetchRealmStreams } from '../../db/repos/streams.js';
+import { fetchRealmUsers } from '../../db/repos/users.js';
+import { fetchLinkifiersCached } from '../../db/cached.js';
 import { avatarUrl, avatarUrlOmittable } from '../avatar.js';
 import { flagsList } from '../message_flags.js';
 import { topicLinks, type Linkifier } from '../markdown/index.js';
-import { fetchLinkifiers } from '../../db/repos/settings.js';
 
 export interface DisplayRecipientUser {
   id: number;
@@ -184,9 +180,24 @@ export function formatMessage(row: Message, rel: MessageRelations, opts: Message
   return dict;
 }
 
+/** The row with `id` among `rows` sorted by ID. */
+function findById<T extends { id: number }>(rows: readonly T[], id: number): T | undefined {
+  let lo = 0;
+  let hi = rows.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const midId = rows[mid]!.id;
+    if (midId === id) return rows[mid];
+    if (midId < id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
+
 /**
- * Loads what formatting `rows` needs in four queries (users, channel names, reactions,
- * linkifiers), however many messages there are.
+ * Loads what formatting `rows` needs: the realm's users, channels and linkifiers from the
+ * read cache (db/cache.ts; inside a transaction they are read whole), and the reactions in
+ * one query, however many messages there are.
  */
 export async function fetchMessageRelations(
   db: Tx,
@@ -201,12 +212,22 @@ export async function fetchMessageRelations(
     if (r.type === 'stream') streamIds.add(r.stream_id ?? 0);
     else for (const id of dmParticipantIds(r.dm_key)) userIds.add(id);
   }
-  const [users, streamNames, reactionRows, linkifiers] = await Promise.all([
-    fetchMessageUsers(db, [...userIds]),
-    fetchStreamNames(db, [...streamIds]),
+  const [realmUsers, channels, reactionRows, linkifiers] = await Promise.all([
+    userIds.size ? fetchRealmUsers(db, realm.id) : [],
+    streamIds.size ? fetchRealmStreams(db, realm.id, true) : [],
     fetchReactions(db, rows.map((r) => r.id)),
-    streamIds.size ? fetchLinkifiers(db, realm.id) : Promise.resolve([]),
+    streamIds.size ? fetchLinkifiersCached(db, realm.id) : [],
   ]);
+  const users = new Map<number, MessageUserRow>();
+  for (const id of userIds) {
+    const u = findById(realmUsers, id);
+    if (u) users.set(id, u);
+  }
+  const streamNames = new Map<number, string>();
+  for (const id of streamIds) {
+    const c = findById(channels, id);
+    if (c) streamNames.set(id, c.name);
+  }
   const reactions = new Map<number, ReactionRow[]>();
   for (const r of reactionRows) {
     const list = reactions.get(r.message_id);
