@@ -2,7 +2,7 @@ import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Dialect, Tx } from '../index.js';
 import type { Message } from '../tables.js';
 import { ftsDrivenCondition, searchCondition } from './search.js';
-import { MESSAGE_COLUMNS } from './messages.js';
+import { MESSAGE_COLUMNS, type ReactionRow } from './messages.js';
 import type { NarrowCondition, ResolvedNarrow } from '../../lib/narrow/conditions.js';
 import { FLAG_BITS } from '../../lib/message_flags.js';
 import { RESOLVED_TOPIC_PREFIX } from '../../lib/narrow/terms.js';
@@ -24,8 +24,11 @@ export interface NarrowReader {
   dialect: Dialect;
 }
 
-/** A message row with the reader's flag bits (null when they have no row: historical). */
-export type NarrowRow = Message & { um_flags: number | null };
+/**
+ * A message row with the reader's flag bits (null when they have no row: historical) and its
+ * reactions, oldest first.
+ */
+export type NarrowRow = Message & { um_flags: number | null; reactions: ReactionRow[] };
 
 function flagTest(mask: number, set: boolean): RawBuilder<SqlBool> {
   return set ? sql<SqlBool>`(um.flags & ${sql.lit(mask)}) <> 0` : sql<SqlBool>`(um.flags & ${sql.lit(mask)}) = 0`;
@@ -149,6 +152,28 @@ function whereClause(reader: NarrowReader, plan: Plan, q: NarrowSelect): RawBuil
 
 const messageColumns = sql.raw(MESSAGE_COLUMNS.map((c) => `m.${c}`).join(', '));
 
+/**
+ * Each row's reactions as a JSON array of [emoji_name, emoji_code, reaction_type, user_id],
+ * oldest first (null or [] when none): read with the rows, so formatting them costs no
+ * second query (a round trip on PostgreSQL).
+ */
+function reactionsColumn(dialect: Dialect): RawBuilder<string | null> {
+  return dialect === 'postgres'
+    ? sql<string | null>`(SELECT json_agg(json_build_array(r.emoji_name, r.emoji_code, r.reaction_type, r.user_id) ORDER BY r.id)::text FROM reactions r WHERE r.message_id = m.id)`
+    : sql<string | null>`(SELECT json_group_array(json_array(r.emoji_name, r.emoji_code, r.reaction_type, r.user_id) ORDER BY r.id) FROM reactions r WHERE r.message_id = m.id)`;
+}
+
+function parseReactions(messageId: number, json: string | null): ReactionRow[] {
+  if (json === null || json === '[]') return [];
+  return (JSON.parse(json) as [string, string, string, number][]).map(([emoji_name, emoji_code, reaction_type, user_id]) => ({
+    message_id: messageId,
+    user_id: Number(user_id),
+    emoji_name,
+    emoji_code,
+    reaction_type,
+  }));
+}
+
 async function selectRows(
   db: Tx,
   reader: NarrowReader,
@@ -158,8 +183,8 @@ async function selectRows(
   limit: number | null,
 ): Promise<NarrowRow[]> {
   const limitSql = limit === null ? sql`` : sql`LIMIT ${sql.lit(limit)}`;
-  const { rows } = await sql<NarrowRow>`SELECT ${messageColumns}, um.flags AS um_flags ${fromClause(reader, plan)} ${whereClause(reader, plan, q)} ORDER BY ${plan.id} ${sql.raw(order)} ${limitSql}`.execute(db);
-  return rows.map((r) => ({ ...r, um_flags: r.um_flags === null ? null : Number(r.um_flags) }));
+  const { rows } = await sql<Message & { um_flags: number | null; reactions: string | null }>`SELECT ${messageColumns}, um.flags AS um_flags, ${reactionsColumn(reader.dialect)} AS reactions ${fromClause(reader, plan)} ${whereClause(reader, plan, q)} ORDER BY ${plan.id} ${sql.raw(order)} ${limitSql}`.execute(db);
+  return rows.map((r) => ({ ...r, um_flags: r.um_flags === null ? null : Number(r.um_flags), reactions: parseReactions(r.id, r.reactions) }));
 }
 
 const baseOf = (narrow: ResolvedNarrow): Base => (narrow.includeHistory ? 'history' : 'user');

@@ -75,7 +75,7 @@ export interface MessageRelations {
   realmUrl: string;
   users: Map<number, MessageUserRow>;
   streamNames: Map<number, string>;
-  reactions: Map<number, ReactionRow[]>;
+  reactions: ReadonlyMap<number, readonly ReactionRow[]>;
   /** The realm's linkifiers, for topic_links. */
   linkifiers: readonly Linkifier[];
 }
@@ -194,16 +194,19 @@ function findById<T extends { id: number }>(rows: readonly T[], id: number): T |
   return undefined;
 }
 
+/** A message row, with its reactions when the query that read it brought them along. */
+export type MessageRow = Message & { reactions?: readonly ReactionRow[] };
+
 /**
  * Loads what formatting `rows` needs: the realm's users, channels and linkifiers from the
- * read cache (db/cache.ts; inside a transaction they are read whole), and the reactions in
- * one query, however many messages there are.
+ * read cache (db/cache.ts; inside a transaction they are read whole), and unless every row
+ * carries its reactions, the reactions in one query, however many messages there are.
  */
 export async function fetchMessageRelations(
   db: Tx,
   realm: Pick<Realm, 'id' | 'string_id'>,
   realmUrl: string,
-  rows: readonly Message[],
+  rows: readonly MessageRow[],
 ): Promise<MessageRelations> {
   const userIds = new Set<number>();
   const streamIds = new Set<number>();
@@ -212,10 +215,11 @@ export async function fetchMessageRelations(
     if (r.type === 'stream') streamIds.add(r.stream_id ?? 0);
     else for (const id of dmParticipantIds(r.dm_key)) userIds.add(id);
   }
+  const preloaded = rows.every((r) => r.reactions !== undefined);
   const [realmUsers, channels, reactionRows, linkifiers] = await Promise.all([
     userIds.size ? fetchRealmUsers(db, realm.id) : [],
     streamIds.size ? fetchRealmStreams(db, realm.id, true) : [],
-    fetchReactions(db, rows.map((r) => r.id)),
+    preloaded ? [] : fetchReactions(db, rows.map((r) => r.id)),
     streamIds.size ? fetchLinkifiersCached(db, realm.id) : [],
   ]);
   const users = new Map<number, MessageUserRow>();
@@ -228,6 +232,7 @@ export async function fetchMessageRelations(
     const c = findById(channels, id);
     if (c) streamNames.set(id, c.name);
   }
+  if (preloaded) return { realm, realmUrl, users, streamNames, reactions: new Map(rows.map((r) => [r.id, r.reactions!])), linkifiers };
   const reactions = new Map<number, ReactionRow[]>();
   for (const r of reactionRows) {
     const list = reactions.get(r.message_id);
@@ -246,7 +251,7 @@ export async function formatMessages(
   db: Tx,
   realm: Pick<Realm, 'id' | 'string_id'>,
   realmUrl: string,
-  rows: readonly Message[],
+  rows: readonly MessageRow[],
   opts: MessageDictOptions,
   flags?: ReadonlyMap<number, number>,
   defaultFlags?: number,
