@@ -96,8 +96,10 @@ for (const kind of testDatabases()) {
       assertNoFullScan(plans);
       const text = plans[0]!.join('\n');
       assert.match(text, kind === 'sqlite' ? expect.sqlite : expect.postgres, text);
-      // Rows come straight off the index in order: no sort step.
-      if (kind === 'sqlite' && expect.ordered !== false) assert.doesNotMatch(text, /TEMP B-TREE/, text);
+      // Rows come straight off the index in order: no sort step (but the one that orders each
+      // row's few reactions by ID, in the subquery that reads them).
+      const outer = text.split('\n').filter((line) => !line.includes('json_group_array')).join('\n');
+      if (kind === 'sqlite' && expect.ordered !== false) assert.doesNotMatch(outer, /TEMP B-TREE/, text);
     }
 
     test('the corpus is large enough', () => {
