@@ -112,6 +112,7 @@ import {
   fetchMutingUserIdsCached,
   fetchRealmAlertWordsCached,
   fetchUserTopicCached,
+  topicHasMessagesCached,
 } from '../db/cached.js';
 import { realmEmojiSourceUrl } from '../lib/format/realm_emoji.js';
 import { MAX_MESSAGE_LENGTH, MAX_STREAM_NAME_LENGTH } from '../version.js';
@@ -367,7 +368,7 @@ async function automaticVisibilityPolicy(db: Tx, caller: ChannelCaller, target: 
   // reveal that a topic already exists.
   const historyAccess = await canAccessStreamHistory(caller, { stream: target.stream, subscribed: target.senderMutedStream !== null });
   const exists = historyAccess
-    ? await topicHasMessages(db, target.stream.id, key)
+    ? await topicHasMessagesCached(db, target.stream.id, key)
     : await topicHasMessagesReceivedBy(db, sender.id, target.stream.id, key);
   if (exists) return policy;
   if (follow === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_INITIATION) return VISIBILITY_FOLLOWED;
@@ -519,7 +520,7 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
     if (typeof indicator === 'string') checkChannelName(indicator.trim());
     caller = new ChannelCaller(db, realm, sender);
     const { stream, subscribed } = await accessStreamForSend(caller, typeof indicator === 'number' ? { id: indicator } : { name: indicator.trim() });
-    if (!(await caller.channelPermission(stream, 'can_create_topic_group')) && !(await topicHasMessages(db, stream.id, topicKey(topic)))) {
+    if (!(await caller.channelPermission(stream, 'can_create_topic_group')) && !(await topicHasMessagesCached(db, stream.id, topicKey(topic)))) {
       throw badRequest('You do not have permission to create new topics in this channel.');
     }
     const policy = stream.topics_policy === 'inherit' ? settings.topics_policy : stream.topics_policy;

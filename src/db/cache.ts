@@ -53,9 +53,10 @@ export class ReadCache {
 
   /**
    * The cached value of `key`, or `load()`'s result (stored when no dependency changed
-   * meanwhile). Values are frozen: callers share them and must copy before changing anything.
+   * meanwhile and `keep` accepts it). Values are frozen: callers share them and must copy
+   * before changing anything.
    */
-  async get<T>(key: string, deps: readonly string[], load: () => Promise<T>): Promise<T> {
+  async get<T>(key: string, deps: readonly string[], load: () => Promise<T>, keep: (value: T) => boolean = always): Promise<T> {
     this.checkExternal?.();
     const version = this.version(deps);
     const hit = this.entries.get(key);
@@ -64,7 +65,7 @@ export class ReadCache {
     if (running && running.version === version) return running.promise as Promise<T>;
     const promise = load().then((value) => {
       if (this.inflight.get(key)?.promise === promise) this.inflight.delete(key);
-      if (this.version(deps) === version) this.store(key, version, deepFreeze(value));
+      if (this.version(deps) === version && keep(value)) this.store(key, version, deepFreeze(value));
       return value;
     });
     promise.catch(() => {
@@ -132,8 +133,19 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-// The table after INSERT [OR x] INTO, UPDATE or DELETE FROM, quoted or not.
-const WRITE_TARGET = /\b(?:insert\s+(?:or\s+\w+\s+)?into|update|delete\s+from)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?/gi;
+function always(): boolean {
+  return true;
+}
+
+/**
+ * Written, besides `messages`, by every statement that updates or deletes messages (not by
+ * inserts): what a fact that only new messages cannot make false depends on ("this topic has
+ * messages").
+ */
+export const MESSAGES_REWRITTEN = 'messages#rewritten';
+
+// The verb and the table after INSERT [OR x] INTO, UPDATE or DELETE FROM, quoted or not.
+const WRITE_TARGET = /\b(insert\s+(?:or\s+\w+\s+)?into|update|delete\s+from)\s+"?([A-Za-z_][A-Za-z0-9_]*)"?/gi;
 
 /** Tables a statement writes to. Kysely compiles reads to "select ...": those are skipped at once. */
 export function writtenTables(sql: string): string[] {
@@ -142,7 +154,11 @@ export function writtenTables(sql: string): string[] {
   if (first === 0x73 || first === 0x62 || first === 0x63 || first === 0x72 || first === 0x70) return [];
   const out: string[] = [];
   WRITE_TARGET.lastIndex = 0;
-  for (let m = WRITE_TARGET.exec(sql); m; m = WRITE_TARGET.exec(sql)) out.push(m[1]!.toLowerCase());
+  for (let m = WRITE_TARGET.exec(sql); m; m = WRITE_TARGET.exec(sql)) {
+    const table = m[2]!.toLowerCase();
+    out.push(table);
+    if (table === 'messages' && (m[1]!.charCodeAt(0) | 0x20) !== 0x69) out.push(MESSAGES_REWRITTEN);
+  }
   return out;
 }
 
@@ -279,11 +295,12 @@ export function cachedRead<A extends unknown[], T>(
   deps: readonly string[],
   keyOf: (...args: A) => string,
   load: (db: Tx, ...args: A) => Promise<T>,
+  keep?: (value: T) => boolean,
 ): (db: Tx, ...args: A) => Promise<T> {
   for (const d of deps) CACHED_TABLES.add(d);
   return (db, ...args) => {
     const cache = attached.get(db);
     if (!cache) return load(db, ...args);
-    return cache.get(`${name}\u0000${keyOf(...args)}`, deps, () => load(db, ...args));
+    return cache.get(`${name}\u0000${keyOf(...args)}`, deps, () => load(db, ...args), keep);
   };
 }

@@ -1,9 +1,9 @@
-import { cachedRead } from './cache.js';
+import { MESSAGES_REWRITTEN, cachedRead } from './cache.js';
 import { fetchRealmByStringId } from './repos/realms.js';
 import { fetchUserByEmail } from './repos/users.js';
 import { fetchGroupRowsForUser } from './repos/user_groups.js';
 import { fetchStreamWithSubscription, streamNameKey } from './repos/streams.js';
-import { fetchChannelRecipients, fetchMutingUserIds, fetchRealmAlertWords } from './repos/messages.js';
+import { fetchChannelRecipients, fetchMutingUserIds, fetchRealmAlertWords, topicHasMessages } from './repos/messages.js';
 import { fetchLinkifiers } from './repos/settings.js';
 import { fetchActiveRealmEmoji } from './repos/realm_emoji.js';
 import { fetchUserTopic } from './repos/user_topics.js';
@@ -78,6 +78,19 @@ export const fetchUserTopicCached = cachedRead(
   ['user_topics'],
   (userId: number, streamId: number, topicLc: string) => `${userId}:${streamId}:${topicLc}`,
   fetchUserTopic,
+);
+
+/**
+ * Sending: whether a topic already has messages (automatic follow on initiation, permission to
+ * start topics). Only "yes" is kept: new messages cannot make it false, only an update
+ * (a move) or a deletion of messages can.
+ */
+export const topicHasMessagesCached = cachedRead(
+  'topic_has_messages',
+  [MESSAGES_REWRITTEN],
+  (streamId: number, topicLc: string) => `${streamId}:${topicLc}`,
+  topicHasMessages,
+  (exists) => exists,
 );
 
 /*

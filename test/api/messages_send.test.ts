@@ -504,6 +504,28 @@ forEachDatabase('POST /messages', (server) => {
     assert.equal(ok(await s.cast.bot.client.post('/messages', { type: 'stream', to: name, topic: 'bot topic', content: 'x' })).automatic_new_visibility_policy, undefined);
   });
 
+  test('a topic emptied by deleting or moving its messages is started anew by the next message', async () => {
+    const s = server();
+    const { hamlet, othello, owner } = s.cast;
+    const name = uniqueName('Restart');
+    await createChannel(s, name, { subscribers: [hamlet.user, othello.user, owner.user] });
+    await setUserSettings(s, hamlet.user, { automatically_follow_topics_policy: 3 });
+    const reply = async (topic: string) => ok(await hamlet.client.post('/messages', { type: 'stream', to: name, topic, content: 'reply' }));
+    // Each topic exists when hamlet writes to it (the send remembers that), then is emptied.
+    const deleted = await sendStream(othello.client, name, 'deleted', 'first');
+    const deletedReply = await reply('deleted');
+    assert.equal(deletedReply.automatic_new_visibility_policy, undefined);
+    const moved = await sendStream(othello.client, name, 'moved', 'first');
+    const movedReply = await reply('moved');
+    assert.equal(movedReply.automatic_new_visibility_policy, undefined);
+
+    for (const id of [deleted, deletedReply.id as number]) ok(await owner.client.delete(`/messages/${id}`));
+    ok(await owner.client.patch(`/messages/${moved}`, { topic: 'moved elsewhere', propagate_mode: 'change_all', send_notification_to_old_thread: false, send_notification_to_new_thread: false }));
+    // Hamlet now starts both topics: he follows them.
+    assert.equal((await reply('deleted')).automatic_new_visibility_policy, 3);
+    assert.equal((await reply('moved')).automatic_new_visibility_policy, 3);
+  });
+
   test('content is rendered by the Markdown module: mentions, links, topic links from linkifiers', async () => {
     const s = server();
     const { hamlet, othello } = s.cast;

@@ -7,7 +7,7 @@ import { openDatabase } from '../../src/db/index.js';
 import { fetchRealmByStringId } from '../../src/db/repos/realms.js';
 import { fetchUserByEmail } from '../../src/db/repos/users.js';
 import { doCreateUser } from '../../src/actions/users.js';
-import { ReadCache, writtenTables } from '../../src/db/cache.js';
+import { MESSAGES_REWRITTEN, ReadCache, writtenTables } from '../../src/db/cache.js';
 import { ApiClient } from '../helpers/client.js';
 import { err, ok } from '../helpers/assert.js';
 import { forEachDatabase, freshDatabaseUrl, listenApp, OWNER_EMAIL, PASSWORD, testConfig } from '../helpers/server.js';
@@ -37,6 +37,10 @@ test('writtenTables names the tables a statement writes', () => {
   assert.deepEqual(writtenTables('delete from "subscriptions" where "user_id" = ?'), ['subscriptions']);
   assert.deepEqual(writtenTables('INSERT OR IGNORE INTO realms (id) VALUES (1)'), ['realms']);
   assert.deepEqual(writtenTables('WITH x AS (SELECT 1) UPDATE streams SET name = ? WHERE id = ?'), ['streams']);
+  // Only updates and deletions of messages can make a topic empty.
+  assert.deepEqual(writtenTables('insert into "messages" ("realm_id") values (?)'), ['messages']);
+  assert.deepEqual(writtenTables('update "messages" set "topic" = ? where "id" = ?'), ['messages', MESSAGES_REWRITTEN]);
+  assert.deepEqual(writtenTables('DELETE FROM messages WHERE id IN (?)'), ['messages', MESSAGES_REWRITTEN]);
   assert.deepEqual(writtenTables('begin'), []);
   assert.deepEqual(writtenTables('commit'), []);
 });
@@ -217,6 +221,23 @@ describeRedis('read cache across processes through Redis', () => {
     await expectAdmin(onB(key), true);
     ok(await new ApiClient(urlB, owner.email, owner.api_key).patch(`/users/${user.id}`, { role: 400 }));
     await expectAdmin(onA(key), false);
+  });
+
+  test('a topic emptied through one server is started anew by the next message on the other', async () => {
+    const realm = (await fetchRealmByStringId(a.services.db.kysely, ''))!;
+    const owner = (await fetchUserByEmail(a.services.db.kysely, realm.id, OWNER_EMAIL))!;
+    const user = await doCreateUser(a.services, realm, { email: 'starter@example.com', fullName: 'Starter', password: PASSWORD, actingUser: null });
+    const ownerOnB = new ApiClient(urlB, owner.email, owner.api_key);
+    const userOnA = new ApiClient(urlA, user.email, user.api_key);
+    ok(await new ApiClient(urlA, owner.email, owner.api_key).post('/users/me/subscriptions', { subscriptions: JSON.stringify([{ name: 'cached topics' }]) }));
+    ok(await userOnA.post('/users/me/subscriptions', { subscriptions: JSON.stringify([{ name: 'cached topics' }]) }));
+    ok(await userOnA.patch('/settings', { automatically_follow_topics_policy: 3 }));
+    const send = async (c: ApiClient) => ok(await c.post('/messages', { type: 'stream', to: 'cached topics', topic: 'emptied', content: 'x' }));
+    const first = await send(ownerOnB);
+    const reply = await send(userOnA);
+    assert.equal(reply.automatic_new_visibility_policy, undefined);
+    for (const m of [first, reply]) ok(await ownerOnB.delete(`/messages/${m.id as number}`));
+    assert.equal((await send(userOnA)).automatic_new_visibility_policy, 3);
   });
 
   test('GET /messages on one server renders a linkifier, a channel name and a sender name changed through the other', async () => {
