@@ -8,6 +8,7 @@ import { fetchRealmByStringId } from '../../src/db/repos/realms.js';
 import { fetchUserByEmail } from '../../src/db/repos/users.js';
 import { doCreateUser } from '../../src/actions/users.js';
 import { MESSAGES_REWRITTEN, ReadCache, writtenTables } from '../../src/db/cache.js';
+import { RedisCacheRemote } from '../../src/db/cache_remote.js';
 import { ApiClient } from '../helpers/client.js';
 import { err, ok } from '../helpers/assert.js';
 import { forEachDatabase, freshDatabaseUrl, listenApp, OWNER_EMAIL, PASSWORD, testConfig } from '../helpers/server.js';
@@ -200,6 +201,50 @@ describeRedis('read cache across processes through Redis', () => {
     await b?.close();
     await drop();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  test('requests arriving together share one read of the generations, never one sent before they arrived', async () => {
+    const prefix = `parley-cache-sync-${randomBytes(4).toString('hex')}:`;
+    const here = new ReadCache();
+    const there = new ReadCache();
+    const local = new RedisCacheRemote(redisUrl!, prefix, here);
+    const other = new RedisCacheRemote(redisUrl!, prefix, there);
+    const redis = (local as unknown as { redis: { hgetall: (key: string) => Promise<unknown> } }).redis;
+    const hgetall = redis.hgetall.bind(redis);
+    let reads = 0;
+    // Holds back the answer to one read (sent, and answered by Redis, at once).
+    let hold: Promise<void> | null = null;
+    redis.hgetall = (key) => {
+      reads++;
+      const answer = hgetall(key);
+      return hold ? hold.then(() => answer) : answer;
+    };
+    try {
+      let loads = 0;
+      const read = (): Promise<number> => here.get('k', ['users'], async () => ++loads);
+      await local.sync();
+      assert.equal(await read(), 1);
+      reads = 0;
+      await Promise.all(Array.from({ length: 100 }, () => local.sync()));
+      assert.equal(reads, 1, 'one read for a hundred requests of one turn');
+      // A read already sent when the other process commits cannot vouch for later requests,
+      // even while its answer is still on the way.
+      let release = (): void => undefined;
+      hold = new Promise((resolve) => (release = resolve));
+      const sent = local.sync();
+      await new Promise((resolve) => setImmediate(resolve));
+      hold = null;
+      await other.publish(['users']);
+      const later = local.sync();
+      release();
+      await sent;
+      await later;
+      assert.equal(reads, 3);
+      assert.equal(await read(), 2, 'the commit published before the later request invalidated the value');
+    } finally {
+      await local.close();
+      await other.close();
+    }
   });
 
   test('an API key regenerated and a role changed through one server apply at once on the other', async () => {
