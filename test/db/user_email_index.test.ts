@@ -1,0 +1,93 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type CompiledQuery, type LogEvent } from 'kysely';
+import { migrate, openDatabase, type Database } from '../../src/db/index.js';
+import type { DB } from '../../src/db/tables.js';
+import { fetchUserByEmail } from '../../src/db/repos/users.js';
+import { fetchUsersByEmails } from '../../src/db/repos/messages.js';
+import { freshDatabaseUrl, testDatabases, type DbKind } from '../helpers/server.js';
+
+/**
+ * Finding users by either of their addresses (a direct message addressed by email, a `dm`
+ * narrow, a login) searches two indexes instead of reading every user of the organization
+ * (migration 0107): the real queries, each database's own plan.
+ */
+const USERS = 3000;
+const REALM = 1;
+
+for (const kind of testDatabases()) {
+  describe(`user lookups by email [${kind}]`, () => {
+    let drop: () => Promise<void>;
+    let db: Database;
+    let spy: Kysely<DB>;
+    let plan: (q: CompiledQuery) => Promise<string>;
+    const captured: CompiledQuery[] = [];
+    const log = (e: LogEvent): void => {
+      if (e.level === 'query') captured.push(e.query);
+    };
+
+    before(async () => {
+      const fresh = await freshDatabaseUrl(kind as DbKind);
+      drop = fresh.drop;
+      db = openDatabase(fresh.url);
+      await migrate(db);
+      for (let i = 0; i < USERS; i += 500) {
+        const rows = Array.from({ length: 500 }, (_, k) => ({
+          realm_id: REALM,
+          email: `user${i + k}@zulip.example`,
+          email_lc: `user${i + k}@zulip.example`,
+          delivery_email: `Person${i + k}@Mail.Example`,
+          full_name: `Person ${i + k}`,
+          api_key: `key${i + k}`,
+          date_joined: 0,
+        }));
+        await db.kysely.insertInto('users').values(rows).execute();
+      }
+      if (kind === 'sqlite') {
+        const conn = new SQLite(fresh.url.slice('sqlite:'.length));
+        conn.exec('ANALYZE');
+        spy = new Kysely<DB>({ dialect: new SqliteDialect({ database: conn }), log });
+        plan = async (q) => conn.prepare(`EXPLAIN QUERY PLAN ${q.sql}`).all(...(q.parameters as unknown[])).map((r) => (r as { detail: string }).detail).join('\n');
+      } else {
+        await sql`ANALYZE users`.execute(db.kysely);
+        const pool = new pg.Pool({ connectionString: fresh.url, max: 1 });
+        spy = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
+        plan = async (q) => (await pool.query(`EXPLAIN ${q.sql}`, q.parameters as unknown[])).rows.map((r: Record<string, string>) => r['QUERY PLAN']!).join('\n');
+      }
+    });
+
+    after(async () => {
+      await spy?.destroy();
+      await db?.close();
+      await drop?.();
+    });
+
+    async function planOf(run: (k: Kysely<DB>) => Promise<unknown>): Promise<{ plan: string; result: unknown }> {
+      captured.length = 0;
+      const result = await run(spy);
+      assert.equal(captured.length, 1);
+      return { plan: await plan(captured[0]!), result };
+    }
+
+    function assertIndexed(p: string): void {
+      assert.match(p, /users_realm_delivery_email/, p);
+      assert.doesNotMatch(p, kind === 'sqlite' ? /^SCAN users/m : /Seq Scan on users/, p);
+    }
+
+    test('one user, by the real address in another case or by the API email', async () => {
+      const byReal = await planOf((k) => fetchUserByEmail(k, REALM, 'PERSON2999@mail.example'));
+      assertIndexed(byReal.plan);
+      assert.equal((byReal.result as { email: string }).email, 'user2999@zulip.example');
+      const byApi = await planOf((k) => fetchUserByEmail(k, REALM, 'User17@Zulip.Example'));
+      assert.equal((byApi.result as { email: string }).email, 'user17@zulip.example');
+    });
+
+    test('the recipients of a direct message addressed by email', async () => {
+      const { plan: p, result } = await planOf((k) => fetchUsersByEmails(k, REALM, ['person5@mail.example', 'user6@zulip.example']));
+      assertIndexed(p);
+      assert.deepEqual((result as { email: string }[]).map((u) => u.email).sort(), ['user5@zulip.example', 'user6@zulip.example']);
+    });
+  });
+}
