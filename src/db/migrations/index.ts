@@ -13,6 +13,7 @@ import * as m0101 from './0101_messages_search_tsvector.js';
 import * as m0102 from './0102_messages_deferred_search_index.js';
 import * as m0103 from './0103_messages_dm_index_partial.js';
 import * as m0104 from './0104_messages_realm_index_dropped.js';
+import * as m0105 from './0105_messages_search_words.js';
 import * as m0106 from './0106_user_messages_flag_statistics.js';
 import * as m0107 from './0107_users_delivery_email_index.js';
 
@@ -38,6 +39,7 @@ export const migrations: Record<string, DialectMigration> = {
   '0102_messages_deferred_search_index': m0102,
   '0103_messages_dm_index_partial': m0103,
   '0104_messages_realm_index_dropped': m0104,
+  '0105_messages_search_words': m0105,
   '0106_user_messages_flag_statistics': m0106,
   '0107_users_delivery_email_index': m0107,
 };

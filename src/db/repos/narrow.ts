@@ -1,7 +1,7 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Dialect, Tx } from '../index.js';
 import type { Message } from '../tables.js';
-import { ftsDrivenCondition, searchCondition } from './search.js';
+import { searchCondition, wordsDriver, type WordsDriver } from './search.js';
 import { MESSAGE_COLUMNS, type ReactionRow } from './messages.js';
 import type { NarrowCondition, ResolvedNarrow } from '../../lib/narrow/conditions.js';
 import { FLAG_BITS } from '../../lib/message_flags.js';
@@ -91,13 +91,13 @@ type Base = 'user' | 'history';
 
 /**
  * How one narrow query runs: its base (see above), the column it is ordered and bounded
- * by, which decides the index that drives it, and for SQLite searches whether the FTS5
- * table drives (`fts`).
+ * by, which decides the index that drives it, and for searches whether the index of the
+ * search's words drives (`words`).
  */
 interface Plan {
   base: Base;
   id: RawBuilder<number>;
-  fts: RawBuilder<SqlBool> | null;
+  words: WordsDriver | null;
 }
 
 /**
@@ -105,18 +105,18 @@ interface Plan {
  * index for is:starred and the like) suit most narrows. A condition with its own index on
  * messages (a direct-message conversation, a sender, one channel, an ID) drives from that
  * index instead, looking up the reader's row per message; in history mode the channel
- * indexes (stream_id[, topic_lc], id) give the order. A SQLite search without such a
- * narrow condition walks the full-text matches newest first.
+ * indexes (stream_id[, topic_lc], id) give the order. A search without a topic, conversation
+ * or ID walks its words' matches newest first.
  */
 function planFor(reader: NarrowReader, narrow: ResolvedNarrow, base: Base): Plan {
   const selective = (kinds: NarrowCondition['kind'][]): boolean =>
     narrow.conditions.some((c) => !c.negated && (kinds.includes(c.kind) || (c.kind === 'stream' && c.streamIds.length === 1 && kinds.includes('stream'))));
-  if (reader.dialect === 'sqlite' && narrow.search && !selective(['topic', 'dm', 'id'])) {
-    const fts = ftsDrivenCondition(narrow.search);
-    if (fts) return { base, id: sql<number>`messages_fts.rowid`, fts };
+  if (narrow.search && !selective(['topic', 'dm', 'id'])) {
+    const words = wordsDriver(reader.dialect, narrow.search);
+    if (words) return { base, id: words.id, words };
   }
-  if (base === 'history' || selective(['dm', 'sender', 'id', 'stream'])) return { base, id: sql<number>`m.id`, fts: null };
-  return { base, id: sql<number>`um.message_id`, fts: null };
+  if (base === 'history' || selective(['dm', 'sender', 'id', 'stream'])) return { base, id: sql<number>`m.id`, words: null };
+  return { base, id: sql<number>`um.message_id`, words: null };
 }
 
 interface NarrowSelect {
@@ -128,11 +128,11 @@ interface NarrowSelect {
 }
 
 function fromClause(reader: NarrowReader, plan: Plan): RawBuilder<unknown> {
-  // CROSS JOIN fixes SQLite's join order: the full-text matches are the outer loop.
-  if (plan.fts) {
+  // CROSS JOIN fixes SQLite's join order: the search's matches are the outer loop.
+  if (plan.words) {
     return plan.base === 'user'
-      ? sql`FROM messages_fts CROSS JOIN user_messages um CROSS JOIN messages m`
-      : sql`FROM messages_fts CROSS JOIN messages m LEFT JOIN user_messages um ON um.user_id = ${reader.userId} AND um.message_id = m.id`;
+      ? sql`FROM ${plan.words.from} CROSS JOIN user_messages um CROSS JOIN messages m`
+      : sql`FROM ${plan.words.from} CROSS JOIN messages m LEFT JOIN user_messages um ON um.user_id = ${reader.userId} AND um.message_id = m.id`;
   }
   return plan.base === 'user'
     ? sql`FROM user_messages um JOIN messages m ON m.id = um.message_id`
@@ -141,11 +141,11 @@ function fromClause(reader: NarrowReader, plan: Plan): RawBuilder<unknown> {
 
 function whereClause(reader: NarrowReader, plan: Plan, q: NarrowSelect): RawBuilder<unknown> {
   const parts: RawBuilder<SqlBool>[] = [];
-  if (plan.fts) parts.push(plan.fts);
+  if (plan.words) parts.push(plan.words.condition, sql<SqlBool>`m.id = ${plan.id}`);
   if (plan.base === 'user') parts.push(sql<SqlBool>`um.user_id = ${reader.userId}`);
-  if (plan.fts && plan.base === 'user') parts.push(sql<SqlBool>`um.message_id = messages_fts.rowid`);
+  if (plan.words && plan.base === 'user') parts.push(sql<SqlBool>`um.message_id = ${plan.id}`);
   for (const c of [...q.narrow.conditions, ...(q.conditions ?? [])]) parts.push(conditionSql(c, reader));
-  if (q.narrow.search && !plan.fts) parts.push(searchCondition(reader.dialect, q.narrow.search));
+  if (q.narrow.search && !plan.words) parts.push(searchCondition(reader.dialect, q.narrow.search));
   parts.push(...(q.extra ?? []));
   return sql`WHERE ${sql.join(parts, sql` AND `)}`;
 }
@@ -243,7 +243,7 @@ export async function fetchNarrowByIds(db: Tx, reader: NarrowReader, narrow: Res
  */
 export async function findFirstUnread(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, muting: NarrowCondition): Promise<number | null> {
   // The reader's unread rows are few: walk the partial index user_messages_unread.
-  const plan: Plan = { base: 'user', id: sql<number>`um.message_id`, fts: null };
+  const plan: Plan = { base: 'user', id: sql<number>`um.message_id`, words: null };
   const { rows } = await sql<{ id: number }>`SELECT m.id ${fromClause(reader, plan)} ${whereClause(reader, plan, {
     narrow,
     conditions: [{ kind: 'unread', negated: false }, muting],
@@ -274,7 +274,7 @@ export interface MatchRow {
 export async function fetchMatchingMessages(db: Tx, reader: NarrowReader, narrow: ResolvedNarrow, ids: readonly number[]): Promise<MatchRow[]> {
   if (ids.length === 0) return [];
   // Few IDs: look them up directly rather than walking search matches.
-  const plan: Plan = { base: 'user', id: sql<number>`um.message_id`, fts: null };
+  const plan: Plan = { base: 'user', id: sql<number>`um.message_id`, words: null };
   const { rows } = await sql<MatchRow>`SELECT m.id, m.topic, m.rendered_content ${fromClause(reader, plan)} ${whereClause(reader, plan, {
     narrow,
     extra: [sql<SqlBool>`um.message_id IN (${sql.join([...ids])})`],
