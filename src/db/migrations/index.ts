@@ -16,6 +16,7 @@ import * as m0104 from './0104_messages_realm_index_dropped.js';
 import * as m0105 from './0105_messages_search_words.js';
 import * as m0106 from './0106_user_messages_flag_statistics.js';
 import * as m0107 from './0107_users_delivery_email_index.js';
+import * as m0108 from './0108_users_full_name_index.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -42,4 +43,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0105_messages_search_words': m0105,
   '0106_user_messages_flag_statistics': m0106,
   '0107_users_delivery_email_index': m0107,
+  '0108_users_full_name_index': m0108,
 };

@@ -6,19 +6,19 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type CompiledQuery, type L
 import { migrate, openDatabase, type Database } from '../../src/db/index.js';
 import type { DB } from '../../src/db/tables.js';
 import { fetchUserByEmail } from '../../src/db/repos/users.js';
-import { fetchUsersByEmails } from '../../src/db/repos/messages.js';
+import { fetchUsersByEmails, fetchUsersByFullNames } from '../../src/db/repos/messages.js';
 import { freshDatabaseUrl, testDatabases, type DbKind } from '../helpers/server.js';
 
 /**
  * Finding users by either of their addresses (a direct message addressed by email, a `dm`
- * narrow, a login) searches two indexes instead of reading every user of the organization
- * (migration 0107): the real queries, each database's own plan.
+ * narrow, a login) or by name (a mention) searches indexes instead of reading every user of
+ * the organization (migrations 0107 and 0108): the real queries, each database's own plan.
  */
 const USERS = 3000;
 const REALM = 1;
 
 for (const kind of testDatabases()) {
-  describe(`user lookups by email [${kind}]`, () => {
+  describe(`user lookups by email and name [${kind}]`, () => {
     let drop: () => Promise<void>;
     let db: Database;
     let spy: Kysely<DB>;
@@ -71,14 +71,14 @@ for (const kind of testDatabases()) {
       return { plan: await plan(captured[0]!), result };
     }
 
-    function assertIndexed(p: string): void {
-      assert.match(p, /users_realm_delivery_email/, p);
+    function assertIndexed(p: string, index: string): void {
+      assert.match(p, new RegExp(index), p);
       assert.doesNotMatch(p, kind === 'sqlite' ? /^SCAN users/m : /Seq Scan on users/, p);
     }
 
     test('one user, by the real address in another case or by the API email', async () => {
       const byReal = await planOf((k) => fetchUserByEmail(k, REALM, 'PERSON2999@mail.example'));
-      assertIndexed(byReal.plan);
+      assertIndexed(byReal.plan, 'users_realm_delivery_email');
       assert.equal((byReal.result as { email: string }).email, 'user2999@zulip.example');
       const byApi = await planOf((k) => fetchUserByEmail(k, REALM, 'User17@Zulip.Example'));
       assert.equal((byApi.result as { email: string }).email, 'user17@zulip.example');
@@ -86,8 +86,14 @@ for (const kind of testDatabases()) {
 
     test('the recipients of a direct message addressed by email', async () => {
       const { plan: p, result } = await planOf((k) => fetchUsersByEmails(k, REALM, ['person5@mail.example', 'user6@zulip.example']));
-      assertIndexed(p);
+      assertIndexed(p, 'users_realm_delivery_email');
       assert.deepEqual((result as { email: string }[]).map((u) => u.email).sort(), ['user5@zulip.example', 'user6@zulip.example']);
+    });
+
+    test('the users a message mentions by name, in any case', async () => {
+      const { plan: p, result } = await planOf((k) => fetchUsersByFullNames(k, REALM, ['PERSON 42', 'person 2500', 'Nobody']));
+      assertIndexed(p, 'users_realm_full_name');
+      assert.deepEqual((result as { email: string }[]).map((u) => u.email), ['user42@zulip.example', 'user2500@zulip.example']);
     });
   });
 }
