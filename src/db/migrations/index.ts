@@ -17,6 +17,7 @@ import * as m0105 from './0105_messages_search_words.js';
 import * as m0106 from './0106_user_messages_flag_statistics.js';
 import * as m0107 from './0107_users_delivery_email_index.js';
 import * as m0108 from './0108_users_full_name_index.js';
+import * as m0109 from './0109_attachments_sessions_indexes.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -44,4 +45,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0106_user_messages_flag_statistics': m0106,
   '0107_users_delivery_email_index': m0107,
   '0108_users_full_name_index': m0108,
+  '0109_attachments_sessions_indexes': m0109,
 };

@@ -7,18 +7,21 @@ import { migrate, openDatabase, type Database } from '../../src/db/index.js';
 import type { DB } from '../../src/db/tables.js';
 import { fetchUserByEmail } from '../../src/db/repos/users.js';
 import { fetchUsersByEmails, fetchUsersByFullNames } from '../../src/db/repos/messages.js';
+import { fetchUploadSpaceUsed } from '../../src/db/repos/attachments.js';
+import { deleteUserSessions } from '../../src/db/repos/sessions.js';
 import { freshDatabaseUrl, testDatabases, type DbKind } from '../helpers/server.js';
 
 /**
- * Finding users by either of their addresses (a direct message addressed by email, a `dm`
- * narrow, a login) or by name (a mention) searches indexes instead of reading every user of
- * the organization (migrations 0107 and 0108): the real queries, each database's own plan.
+ * Lookups that must search an index rather than read a table, with the real queries and each
+ * database's own plan: users by either of their addresses (a direct message addressed by
+ * email, a `dm` narrow, a login) or by name (a mention), migrations 0107 and 0108; an
+ * organization's upload space and a user's sessions, migration 0109.
  */
 const USERS = 3000;
 const REALM = 1;
 
 for (const kind of testDatabases()) {
-  describe(`user lookups by email and name [${kind}]`, () => {
+  describe(`lookup plans [${kind}]`, () => {
     let drop: () => Promise<void>;
     let db: Database;
     let spy: Kysely<DB>;
@@ -44,6 +47,14 @@ for (const kind of testDatabases()) {
           date_joined: 0,
         }));
         await db.kysely.insertInto('users').values(rows).execute();
+        await db.kysely
+          .insertInto('attachments')
+          .values(rows.map((_, k) => ({ realm_id: 1 + ((i + k) % 20), owner_id: 1, path_id: `p${i + k}`, file_name: 'f', size: 10, content_type: 'text/plain', create_time: 0 })))
+          .execute();
+        await db.kysely
+          .insertInto('sessions')
+          .values(rows.map((_, k) => ({ id: `s${i + k}`, user_id: 1 + ((i + k) % 100), expires: 0 })))
+          .execute();
       }
       if (kind === 'sqlite') {
         const conn = new SQLite(fresh.url.slice('sqlite:'.length));
@@ -51,7 +62,7 @@ for (const kind of testDatabases()) {
         spy = new Kysely<DB>({ dialect: new SqliteDialect({ database: conn }), log });
         plan = async (q) => conn.prepare(`EXPLAIN QUERY PLAN ${q.sql}`).all(...(q.parameters as unknown[])).map((r) => (r as { detail: string }).detail).join('\n');
       } else {
-        await sql`ANALYZE users`.execute(db.kysely);
+        await sql`ANALYZE users, attachments, sessions`.execute(db.kysely);
         const pool = new pg.Pool({ connectionString: fresh.url, max: 1 });
         spy = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
         plan = async (q) => (await pool.query(`EXPLAIN ${q.sql}`, q.parameters as unknown[])).rows.map((r: Record<string, string>) => r['QUERY PLAN']!).join('\n');
@@ -71,9 +82,9 @@ for (const kind of testDatabases()) {
       return { plan: await plan(captured[0]!), result };
     }
 
-    function assertIndexed(p: string, index: string): void {
+    function assertIndexed(p: string, index: string, table = 'users'): void {
       assert.match(p, new RegExp(index), p);
-      assert.doesNotMatch(p, kind === 'sqlite' ? /^SCAN users/m : /Seq Scan on users/, p);
+      assert.doesNotMatch(p, kind === 'sqlite' ? new RegExp(`^SCAN ${table}`, 'm') : new RegExp(`Seq Scan on ${table}`), p);
     }
 
     test('one user, by the real address in another case or by the API email', async () => {
@@ -94,6 +105,18 @@ for (const kind of testDatabases()) {
       const { plan: p, result } = await planOf((k) => fetchUsersByFullNames(k, REALM, ['PERSON 42', 'person 2500', 'Nobody']));
       assertIndexed(p, 'users_realm_full_name');
       assert.deepEqual((result as { email: string }[]).map((u) => u.email), ['user42@zulip.example', 'user2500@zulip.example']);
+    });
+
+    test("an organization's upload space", async () => {
+      const { plan: p, result } = await planOf((k) => fetchUploadSpaceUsed(k, 3));
+      assertIndexed(p, 'attachments_realm_size', 'attachments');
+      assert.equal(result, (USERS / 20) * 10);
+    });
+
+    test("a user's sessions, deleted", async () => {
+      const { plan: p } = await planOf((k) => deleteUserSessions(k, 7));
+      assertIndexed(p, 'sessions_user', 'sessions');
+      assert.equal(Number((await db.kysely.selectFrom('sessions').select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', 7).executeTakeFirst())?.n), 0);
     });
   });
 }
