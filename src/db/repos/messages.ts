@@ -2,6 +2,7 @@ import { sql, type Insertable } from 'kysely';
 import type { Tx } from '../index.js';
 import { insertRows } from '../bulk.js';
 import type { Message, MessageTable, Stream, User } from '../tables.js';
+import { usersByEitherEmail } from './users.js';
 
 export type NewMessage = Insertable<MessageTable>;
 
@@ -164,13 +165,7 @@ export async function fetchChannelRecipients(db: Tx, streamId: number): Promise<
 /** Users of the realm by API or real email (case-insensitive). */
 export async function fetchUsersByEmails(db: Tx, realmId: number, emails: readonly string[]): Promise<User[]> {
   if (emails.length === 0) return [];
-  const lc = emails.map((e) => e.toLowerCase());
-  return db
-    .selectFrom('users')
-    .selectAll()
-    .where('realm_id', '=', realmId)
-    .where((eb) => eb.or([eb('email_lc', 'in', lc), eb(sql`lower(delivery_email)`, 'in', lc)]))
-    .execute();
+  return usersByEitherEmail(db, realmId, emails.map((e) => e.toLowerCase())).execute();
 }
 
 /** Topic participants (Zulip's participants_for_topic): everyone who sent or reacted to a message in it. */
