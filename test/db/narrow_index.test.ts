@@ -6,6 +6,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type CompiledQuery } from 
 import { migrate, openDatabase, type Database } from '../../src/db/index.js';
 import type { DB } from '../../src/db/tables.js';
 import { fetchMatchingMessages, fetchNarrowRange, findFirstUnread, type NarrowReader } from '../../src/db/repos/narrow.js';
+import { fetchTopicHistoryRows } from '../../src/db/repos/messages.js';
 import { firstUnreadMuting, resolveNarrow } from '../../src/lib/narrow/resolve.js';
 import { parseNarrow } from '../../src/lib/narrow/terms.js';
 import { freshDatabaseUrl, testDatabases, type DbKind } from '../helpers/server.js';
@@ -208,6 +209,28 @@ for (const kind of testDatabases()) {
       const matched = await plansOf(() => fetchMatchingMessages(spy, reader(), all, ids));
       assert.equal(matched.rows, 50);
       assertNoFullScan(matched.plans);
+    });
+
+    test("a channel's topics: each topic's newest ID from the (stream_id, topic_lc, id) index alone", async () => {
+      const streamId = corpus.streamIds[2]!;
+      const { plans } = await plansOf(() => fetchTopicHistoryRows(spy, streamId, null));
+      const text = plans[0]!.join('\n');
+      if (kind === 'sqlite') {
+        assert.match(text, /^SEARCH messages USING COVERING INDEX messages_stream_topic \(stream_id=\?\)$/m, text);
+        assert.match(text, /^SEARCH messages USING INTEGER PRIMARY KEY \(rowid=\?\)$/m, text);
+        assert.doesNotMatch(text, /^SCAN messages$/m, text);
+      } else {
+        // The corpus is small enough for PostgreSQL to fetch the topics' newest messages by
+        // hashing a scan of the table; what matters is that the grouping reads only the index.
+        assert.match(text, /Index Only Scan using messages_stream_topic on messages/, text);
+      }
+      // Each topic once, with its newest message's ID and spelling.
+      const rows = await db.kysely.selectFrom('messages').select(['id', 'topic', 'topic_lc']).where('stream_id', '=', streamId).orderBy('id').execute();
+      const expected = new Map<string, { topic: string; max_id: number }>();
+      for (const r of rows) expected.set(r.topic_lc, { topic: r.topic, max_id: Number(r.id) });
+      const got = await fetchTopicHistoryRows(db.kysely, streamId, null);
+      const byId = (a: { max_id: number }, b: { max_id: number }): number => a.max_id - b.max_id;
+      assert.deepEqual([...got].sort(byId), [...expected.values()].sort(byId));
     });
   });
 }

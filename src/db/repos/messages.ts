@@ -302,17 +302,22 @@ export async function fetchMutedStreamIds(db: Tx, userId: number, streamIds: rea
 }
 
 /**
- * Each topic spelling of a channel with its newest message ID: the whole channel, or only the
- * messages `onlyUserId` received (channels whose history is protected).
+ * Topics of a channel with their newest message ID: the whole channel, or only the messages
+ * `onlyUserId` received (channels whose history is protected; there, each spelling of a
+ * topic, which the caller merges). For the whole channel each topic comes once, spelled as
+ * its newest message spells it: the newest ID of each topic is read from the (stream_id,
+ * topic_lc, id) index alone, then one message per topic for its spelling, instead of every
+ * message of the channel.
  */
 export async function fetchTopicHistoryRows(db: Tx, streamId: number, onlyUserId: number | null): Promise<{ topic: string; max_id: number }[]> {
   if (onlyUserId === null) {
-    const rows = await db
+    const newest = db
       .selectFrom('messages')
-      .select(['topic', (eb) => eb.fn.max('id').as('max_id')])
+      .select(['topic_lc', (eb) => eb.fn.max('id').as('max_id')])
       .where('stream_id', '=', streamId)
-      .groupBy('topic')
-      .execute();
+      .groupBy('topic_lc')
+      .as('t');
+    const rows = await db.selectFrom(newest).innerJoin('messages', 'messages.id', 't.max_id').select(['messages.topic', 't.max_id']).execute();
     return rows.map((r) => ({ topic: r.topic, max_id: Number(r.max_id) }));
   }
   const rows = await db
