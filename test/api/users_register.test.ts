@@ -123,6 +123,11 @@ forEachDatabase('users in POST /register', (server) => {
       assert.ok(!listed.includes(hamlet.user.id));
       // Members are never restricted.
       ok(await hamlet.client.get(`/users/${guest.user.id}`));
+      // A direct message between them makes each visible to the other.
+      ok(await hamlet.client.post('/messages', { type: 'direct', to: JSON.stringify([guest.user.id]), content: 'hello' }));
+      const later = await register(s, guest.client, { client_capabilities: { user_list_incomplete: true } });
+      assert.ok(later.realm_users.some((u: { user_id: number }) => u.user_id === hamlet.user.id));
+      ok(await guest.client.get(`/users/${hamlet.user.id}`));
     });
   });
 });

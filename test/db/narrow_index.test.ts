@@ -7,6 +7,7 @@ import { migrate, openDatabase, type Database } from '../../src/db/index.js';
 import type { DB } from '../../src/db/tables.js';
 import { fetchMatchingMessages, fetchNarrowRange, findFirstUnread, type NarrowReader } from '../../src/db/repos/narrow.js';
 import { fetchTopicHistoryRows } from '../../src/db/repos/messages.js';
+import { fetchUserIdsSharingConversations } from '../../src/db/repos/users.js';
 import { firstUnreadMuting, resolveNarrow } from '../../src/lib/narrow/resolve.js';
 import { parseNarrow } from '../../src/lib/narrow/terms.js';
 import { freshDatabaseUrl, testDatabases, type DbKind } from '../helpers/server.js';
@@ -209,6 +210,22 @@ for (const kind of testDatabases()) {
       const matched = await plansOf(() => fetchMatchingMessages(spy, reader(), all, ids));
       assert.equal(matched.rows, 50);
       assertNoFullScan(matched.plans);
+    });
+
+    test("a guest's visible users: direct-message partners from the private rows' partial index", async () => {
+      const { plans } = await plansOf(() => fetchUserIdsSharingConversations(spy, corpus.realmId, corpus.readerId));
+      const dmPlan = plans.map((p) => p.join('\n')).find((t) => /user_messages/.test(t))!;
+      assert.match(dmPlan, /user_messages_private/, dmPlan);
+      const dmKeys = await db.kysely
+        .selectFrom('user_messages')
+        .innerJoin('messages', 'messages.id', 'user_messages.message_id')
+        .select('messages.dm_key')
+        .where('user_messages.user_id', '=', corpus.readerId)
+        .where('messages.type', '=', 'private')
+        .execute();
+      assert.ok(dmKeys.length > 0, 'the reader has direct messages');
+      const got = new Set(await fetchUserIdsSharingConversations(db.kysely, corpus.realmId, corpus.readerId));
+      for (const { dm_key } of dmKeys) for (const id of dm_key!.split(',')) assert.ok(got.has(Number(id)), `partner ${id}`);
     });
 
     test("a channel's topics: each topic's newest ID from the (stream_id, topic_lc, id) index alone", async () => {

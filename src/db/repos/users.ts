@@ -152,7 +152,8 @@ export async function fetchUserIdsSharingConversations(db: Tx, realmId: number, 
       .select('messages.dm_key')
       .distinct()
       .where('user_messages.user_id', '=', userId)
-      .where('messages.type', '=', 'private')
+      // is_private: the partial index user_messages_private holds only these rows.
+      .where(sql<boolean>`(user_messages.flags & 256) <> 0`)
       .execute(),
   ]);
   const out = new Set<number>(subscribers.map((r) => r.user_id));
