@@ -3,30 +3,11 @@ import assert from 'node:assert/strict';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { migrate, openDatabase, transaction, type Database } from '../../src/db/index.js';
-import { insertMessages, type SentMessageRow } from '../../src/db/repos/messages.js';
+import { insertMessages } from '../../src/db/repos/messages.js';
+import { channelMessageRow } from '../helpers/message_rows.js';
 import { freshDatabaseUrl, startServer, type TestServer } from '../helpers/server.js';
 import { ok } from '../helpers/assert.js';
 import { createChannel, subscribe, sendStream, uniqueName } from '../api/messages_send.fixtures.js';
-
-/** A channel message as a send writes it (realm 1, sender 1, channel 1). */
-function messageRow(content: string): SentMessageRow {
-  return {
-    realm_id: 1,
-    sender_id: 1,
-    type: 'stream',
-    stream_id: 1,
-    topic: 't',
-    topic_lc: 't',
-    dm_key: null,
-    content,
-    rendered_content: '<p>m</p>',
-    date_sent: 0,
-    sending_client: 'test',
-    has_link: 0,
-    has_image: 0,
-    has_attachment: 0,
-  };
-}
 
 /**
  * A migrated SQLite database for one suite, and a plain connection to its file: it reads (and,
@@ -66,7 +47,7 @@ describe('deferred receipts [sqlite]', () => {
   /** Writes a message and stages its receipts (users 1..n; user 1 has read it), as a send does. */
   async function stagedMessage(on: Database, recipients: number, fail = false): Promise<number> {
     const id = await transaction(on, async (tx) => {
-      const [m] = await insertMessages(tx, [messageRow(`message ${++nextMessage}`)]);
+      const [m] = await insertMessages(tx, [channelMessageRow(`message ${++nextMessage}`)]);
       on.receipts!.stage([{ messageId: m!.id, flags: new Map(Array.from({ length: recipients }, (_, i) => [recipients - i, i === recipients - 1 ? 1 : 0])) }]);
       if (fail) throw new Error('rolled back');
       return m!.id;
@@ -176,7 +157,7 @@ describe('deferred search index [sqlite]', () => {
 
   async function addMessage(content: string, fail = false): Promise<number> {
     return transaction(t.db, async (tx) => {
-      const [m] = await insertMessages(tx, [messageRow(content)]);
+      const [m] = await insertMessages(tx, [channelMessageRow(content)]);
       if (fail) throw new Error('rolled back');
       return m!.id;
     });

@@ -4,26 +4,8 @@ import { sql } from 'kysely';
 import { migrate, openDatabase, transaction, type Database } from '../../src/db/index.js';
 import { deleteMessagesByIds, insertMessages, updateMessageRow, type SentMessageRow } from '../../src/db/repos/messages.js';
 import { up as migration0105 } from '../../src/db/migrations/0105_messages_search_words.js';
+import { channelMessageRow } from '../helpers/message_rows.js';
 import { freshDatabaseUrl, testDatabases } from '../helpers/server.js';
-
-function messageRow(topic: string, content: string): SentMessageRow {
-  return {
-    realm_id: 1,
-    sender_id: 1,
-    type: 'stream',
-    stream_id: 1,
-    topic,
-    topic_lc: topic.toLowerCase(),
-    dm_key: null,
-    content,
-    rendered_content: '<p>m</p>',
-    date_sent: 0,
-    sending_client: 'test',
-    has_link: 0,
-    has_image: 0,
-    has_attachment: 0,
-  };
-}
 
 /**
  * PostgreSQL's word index (migration 0105): message_search_words must hold exactly the
@@ -60,14 +42,14 @@ if (testDatabases().includes('postgres')) {
     const add = (rows: SentMessageRow[]) => transaction(db, (tx) => insertMessages(tx, rows));
 
     test('a multi-row insert adds every lexeme of each message', async () => {
-      const [a, b] = await add([messageRow('Harbour', 'the lighthouse keepers'), messageRow('meadow', 'windmills turning')]);
+      const [a, b] = await add([channelMessageRow('the lighthouse keepers', 'Harbour'), channelMessageRow('windmills turning', 'meadow')]);
       assert.deepEqual(await wordsOf(a!.id), ['harbour', 'keeper', 'lighthous']);
       assert.deepEqual(await wordsOf(b!.id), ['meadow', 'turn', 'windmil']);
       await assertExact();
     });
 
     test('edits of the content or topic replace the changed lexemes; other updates and moves change nothing', async () => {
-      const [m] = await add([messageRow('harbour', 'lighthouse keeper')]);
+      const [m] = await add([channelMessageRow('lighthouse keeper', 'harbour')]);
       const id = m!.id;
       await transaction(db, (tx) => updateMessageRow(tx, id, { content: 'lighthouse painter' }));
       assert.deepEqual(await wordsOf(id), ['harbour', 'lighthous', 'painter']);
@@ -79,14 +61,14 @@ if (testDatabases().includes('postgres')) {
     });
 
     test('deleting messages removes their rows; a rolled-back insert leaves none', async () => {
-      const [a, b, c] = await add([messageRow('t', 'alpha bravo'), messageRow('t', 'bravo charlie'), messageRow('t', 'charlie delta')]);
+      const [a, b, c] = await add([channelMessageRow('alpha bravo', 't'), channelMessageRow('bravo charlie', 't'), channelMessageRow('charlie delta', 't')]);
       await transaction(db, (tx) => deleteMessagesByIds(tx, [a!.id, c!.id]));
       assert.deepEqual(await wordsOf(a!.id), []);
       assert.deepEqual(await wordsOf(c!.id), []);
       assert.deepEqual(await wordsOf(b!.id), ['bravo', 'charli']);
       await assert.rejects(
         transaction(db, async (tx) => {
-          await insertMessages(tx, [messageRow('t', 'echo foxtrot')]);
+          await insertMessages(tx, [channelMessageRow('echo foxtrot', 't')]);
           throw new Error('rolled back');
         }),
         /rolled back/,
@@ -98,10 +80,10 @@ if (testDatabases().includes('postgres')) {
       await sql`DROP TABLE message_search_words`.execute(db.kysely);
       for (const f of ['insert', 'delete', 'update']) await sql`DROP FUNCTION ${sql.raw(`message_search_words_${f}`)}() CASCADE`.execute(db.kysely);
       await sql`CREATE INDEX messages_search_tsvector ON messages USING gin (search_tsvector)`.execute(db.kysely);
-      await add([messageRow('golf', 'hotel india')]);
+      await add([channelMessageRow('hotel india', 'golf')]);
       await transaction(db, (tx) => migration0105(tx, 'postgres'));
       await assertExact();
-      const [m] = await add([messageRow('juliet', 'kilo lima')]);
+      const [m] = await add([channelMessageRow('kilo lima', 'juliet')]);
       assert.deepEqual(await wordsOf(m!.id), ['juliet', 'kilo', 'lima']);
       await assertExact();
     });
