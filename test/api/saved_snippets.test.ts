@@ -78,8 +78,10 @@ forEachDatabase('saved snippets', (server) => {
     const id = ok(await s.cast.hamlet.client.post('/saved_snippets', { title: 'Mine', content: 'Mine' })).saved_snippet_id;
     for (const res of [
       await s.cast.othello.client.patch(`/saved_snippets/${id}`, { title: 'Stolen' }),
+      await s.cast.othello.client.patch(`/saved_snippets/${id}`, {}),
       await s.cast.othello.client.delete(`/saved_snippets/${id}`),
       await s.cast.hamlet.client.patch('/saved_snippets/999999', { title: 'x' }),
+      await s.cast.hamlet.client.patch('/saved_snippets/999999', {}),
       await s.cast.hamlet.client.delete('/saved_snippets/999999'),
     ]) {
       err(res, 404, 'BAD_REQUEST', 'Saved snippet does not exist.');

@@ -49,9 +49,10 @@ export function registerSavedSnippetRoutes(app: FastifyInstance, services: Servi
       content: strippedString(MAX_MESSAGE_LENGTH).optional(),
     },
     handler: async ({ user, params }) => {
-      // Nothing to change: succeed without a spurious event, as Zulip does.
-      if (params.title === undefined && params.content === undefined) return;
+      // A missing or foreign snippet is a 404 whatever the parameters; with nothing to
+      // change an existing one succeeds without a spurious event, as Zulip does.
       const snippet = await accessSavedSnippet(services, user, params.saved_snippet_id);
+      if (params.title === undefined && params.content === undefined) return;
       const changes: { title?: string; content?: string } = {};
       if (params.title !== undefined) changes.title = params.title;
       if (params.content !== undefined) changes.content = params.content;
