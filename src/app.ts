@@ -41,7 +41,8 @@ async function connectReadCache(fastify: FastifyInstance, config: Config, db: Da
   const remote = new RedisCacheRemote(config.redisUrl, config.events.redisPrefix, db.cache);
   db.cache.remote = remote;
   await remote.sync();
-  fastify.addHook('onRequest', async () => {
+  fastify.addHook('onRequest', async (req) => {
+    if (req.routeOptions.config.probe) return;
     await remote.sync();
   });
   return () => remote.sync();

@@ -32,6 +32,9 @@ export class RedisCacheRemote implements CacheRemote {
     private readonly cache: ReadCache,
   ) {
     this.redis = new (ioredis().Redis)(url, { enableAutoPipelining: true, maxRetriesPerRequest: 2 });
+    // A lost connection fails the commands that need it (and GET /health/ready says so);
+    // ioredis reconnects by itself. Without a listener it printed every retry to stderr.
+    this.redis.on('error', () => undefined);
     this.key = `${prefix}cache:generations`;
   }
 

@@ -50,6 +50,9 @@ export abstract class QueueManager {
 
   protected abstract open(): Promise<void>;
 
+  /** Resolves when the backend's shared store (Redis) answers; in-memory queues always do. */
+  async ping(): Promise<void> {}
+
   /** Whether the server is shutting down (held polls are being released). */
   get isClosing(): boolean {
     return this.closing;

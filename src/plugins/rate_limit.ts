@@ -71,9 +71,14 @@ function setHeaders(reply: FastifyReply, d: RateLimitDecision): void {
 
 const ioredis = lazyRequire<typeof import('ioredis')>('ioredis');
 
+function redisClient(url: string): import('ioredis').Redis {
+  const client = new (ioredis().Redis)(url, { lazyConnect: false, maxRetriesPerRequest: 2 });
+  // A lost connection fails the commands that need it; ioredis reconnects by itself.
+  client.on('error', () => undefined);
+  return client;
+}
+
 export function createRateLimiter(config: Config): RateLimiter {
-  const backend = config.redisUrl
-    ? new RedisRateLimitBackend(new (ioredis().Redis)(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }), config.rateLimits.redisPrefix)
-    : new MemoryRateLimitBackend();
+  const backend = config.redisUrl ? new RedisRateLimitBackend(redisClient(config.redisUrl), config.rateLimits.redisPrefix) : new MemoryRateLimitBackend();
   return new RateLimiter(config.rateLimits, backend);
 }

@@ -12,9 +12,11 @@ import { registerGroupRoutes } from './groups/index.js';
 import { registerCallRoutes } from './calls/index.js';
 import { registerInviteRoutes } from './invites/index.js';
 import { registerFeatureRoutes } from './features/index.js';
+import { registerHealthRoutes } from './health/index.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
 export function registerRoutes(app: FastifyInstance, services: Services): void {
+  registerHealthRoutes(app, services);
   registerServerRoutes(app, services);
   registerAuthRoutes(app, services);
   registerUserRoutes(app, services);

@@ -172,6 +172,10 @@ export class RedisQueueManager extends QueueManager {
     void this.adoptOrphans();
   }
 
+  override async ping(): Promise<void> {
+    await this.cmd.ping();
+  }
+
   /** Reads the shared log in order and delivers each entry to this process's queues. */
   private async readLoop(): Promise<void> {
     while (!this.stopped) {
