@@ -1,4 +1,5 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/index.js';
 import { RedisCacheRemote } from './db/cache_remote.js';
@@ -51,7 +52,9 @@ async function connectReadCache(fastify: FastifyInstance, config: Config, db: Da
 /** Builds the whole server without listening; server.ts and the tests call it. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
   const fastify = Fastify({
-    logger: { level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'], serializers: { req: requestSerializer } },
+    // Written synchronously, as process.stdout is, so that the log and what server.ts prints
+    // appear in the order they happen. Request lines are logged only at debug level.
+    logger: { stream: pino.destination({ dest: 1, sync: true }), level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'], serializers: { req: requestSerializer } },
     bodyLimit: config.bodyLimitBytes,
     routerOptions: {
       ignoreDuplicateSlashes: true,

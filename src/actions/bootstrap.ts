@@ -30,6 +30,12 @@ export async function ensureDefaultRealm(services: Services, announce: (line: st
     role: ROLE_OWNER,
     actingUser: null,
   });
-  announce(`Created organization "${realm.name}" with owner ${owner.delivery_email}`);
-  if (generated) announce(`Owner password (shown once): ${password}`);
+  const url = services.config.externalUrl;
+  announce('');
+  announce(`  A new organization, "${realm.name}", was created. Log in at ${url} as its owner:`);
+  announce(`    email:     ${owner.delivery_email}`);
+  if (generated) announce(`    password:  ${password}   (shown only this once)`);
+  announce(`    API key:   npx parley api-key --email ${owner.delivery_email}`);
+  if (generated) announce(`  Change the password with: npx parley change-password --email ${owner.delivery_email} --password NEW`);
+  announce('');
 }
