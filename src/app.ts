@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/index.js';
 import { RedisCacheRemote } from './db/cache_remote.js';
-import { fetchDatabaseId, redisNamespace } from './db/identity.js';
+import { fetchDatabaseId } from './db/identity.js';
 import { EventBus } from './events/bus.js';
 import { createQueueManager } from './events/backends/index.js';
 import { trackUnusedConnections } from './events/connections.js';
@@ -36,10 +36,10 @@ export interface BuildOptions {
  * data_version, PostgreSQL notifications: db/index.ts). Returns the per-request check, for the
  * requests served before Fastify (routes/events/long_poll.ts), or null when there is none.
  */
-async function connectReadCache(fastify: FastifyInstance, config: Config, db: Database, databaseId: string): Promise<(() => Promise<void>) | null> {
+async function connectReadCache(fastify: FastifyInstance, config: Config, db: Database): Promise<(() => Promise<void>) | null> {
   if (!config.redisUrl || db.cache.remote instanceof RedisCacheRemote) return null;
   await db.cache.remote?.close();
-  const remote = new RedisCacheRemote(config.redisUrl, redisNamespace(config.events.redisPrefix, databaseId), db.cache);
+  const remote = new RedisCacheRemote(config.redisUrl, config.events.redisPrefix, db.cache);
   db.cache.remote = remote;
   await remote.sync();
   fastify.addHook('onRequest', async (req) => {
@@ -74,7 +74,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const db = options.db ?? openDatabase(config.databaseUrl);
   await migrate(db);
   const databaseId = await fetchDatabaseId(db);
-  const syncReadCache = await connectReadCache(fastify, config, db, databaseId);
+  const syncReadCache = await connectReadCache(fastify, config, db);
   const events = new EventBus();
   const queues = createQueueManager(config, events, fastify.log, databaseId);
   await queues.start();
