@@ -120,8 +120,7 @@ export function openDatabase(url: string, { background = true }: OpenOptions = {
   // Other processes' commits arrive as notifications (app.ts swaps in Redis when configured).
   const remote = new PostgresCacheRemote(target, cache);
   cache.remote = remote;
-  // A one-shot process only publishes (which connects): it has nothing cached to invalidate.
-  if (background) void remote.start().catch(() => undefined);
+  void remote.start().catch(() => undefined);
   const kysely = new Kysely<DB>({ dialect: new ObservedDialect(new PostgresDialect({ pool }), cache) });
   attachCache(kysely, cache);
   return {

@@ -55,11 +55,12 @@ export class MemoryQueueManager extends QueueManager {
     if (!existsSync(path)) return;
     try {
       const data = JSON.parse(readFileSync(path, 'utf8')) as Partial<SavedQueues>;
-      // Version 1 files named no database: whose they were cannot be known.
       if (data.database_id !== this.databaseId) {
+        // Version 1 files named no database: whose they were cannot be known either.
+        const from = data.database_id === undefined ? 'by a version that did not record their database' : 'from another database (DATABASE_URL changed?)';
         this.log.warn(
           { path, savedDatabaseId: data.database_id ?? null, databaseId: this.databaseId, queues: data.queues?.length ?? 0 },
-          'not restoring saved event queues: they were saved from another database (DATABASE_URL changed?); the file is discarded and their clients will register again',
+          `not restoring saved event queues: they were saved ${from}; the file is discarded and their clients will register again`,
         );
         rmSync(path);
         return;
