@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/index.js';
 import { RedisCacheRemote } from './db/cache_remote.js';
+import { fetchDatabaseId } from './db/identity.js';
 import { EventBus } from './events/bus.js';
 import { createQueueManager } from './events/backends/index.js';
 import { trackUnusedConnections } from './events/connections.js';
@@ -75,9 +76,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   const db = options.db ?? openDatabase(config.databaseUrl);
   await migrate(db);
+  const databaseId = await fetchDatabaseId(db);
   const syncReadCache = await connectReadCache(fastify, config, db);
   const events = new EventBus();
-  const queues = createQueueManager(config, events, fastify.log);
+  const queues = createQueueManager(config, events, fastify.log, databaseId);
   await queues.start();
   const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config) };
   // Request logging needs every request to go through Fastify.

@@ -7,17 +7,21 @@ import type { PushSender } from './lib/push/sender.js';
 import type { RateLimiter } from './plugins/rate_limit.js';
 
 /**
- * What actions need from the running process: configuration, the database and the
- * event bus. Built once by buildApp (or by the CLI) and passed down explicitly.
+ * What actions need: configuration, the database, the event bus they send their events on,
+ * and a logger. The CLI builds only this (cli/context.ts): no event queues, no rate limiter.
  */
-export interface Services {
+export interface ActionServices {
   config: Config;
   db: Database;
   events: EventBus;
-  /** Event queues behind POST /register and GET /events (in memory, or shared through Redis). */
-  queues: QueueManager;
   log: FastifyBaseLogger;
-  rateLimiter: RateLimiter;
   /** Delivers mobile push notifications; unset means they are only logged (lib/push). */
   push?: PushSender;
+}
+
+/** What the running server adds for its routes. Built once by buildApp and passed down explicitly. */
+export interface Services extends ActionServices {
+  /** Event queues behind POST /register and GET /events (in memory, or shared through Redis). */
+  queues: QueueManager;
+  rateLimiter: RateLimiter;
 }

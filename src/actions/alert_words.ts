@@ -1,7 +1,7 @@
 import { transaction } from '../db/index.js';
 import type { Realm, User } from '../db/tables.js';
 import { deleteAlertWords, fetchUserAlertWords, insertAlertWords } from '../db/repos/alert_words.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 /** Zulip's clean_alert_words: surrounding whitespace dropped, empty words ignored. */
 export function cleanAlertWords(words: readonly string[]): string[] {
@@ -13,7 +13,7 @@ export function cleanAlertWords(words: readonly string[]): string[] {
  * first spelling of each new word is kept. Returns the whole new list and sends it to the
  * user's clients as an `alert_words` event.
  */
-export async function doAddAlertWords(services: Services, realm: Realm, user: User, words: readonly string[]): Promise<string[]> {
+export async function doAddAlertWords(services: ActionServices, realm: Realm, user: User, words: readonly string[]): Promise<string[]> {
   return transaction(services.db, async (tx, afterCommit) => {
     const existing = new Set((await fetchUserAlertWords(tx, user.id)).map((w) => w.toLowerCase()));
     const fresh = new Map<string, string>();
@@ -26,7 +26,7 @@ export async function doAddAlertWords(services: Services, realm: Realm, user: Us
 }
 
 /** Zulip's remove_user_alert_words: case-insensitive; unknown words are ignored. */
-export async function doRemoveAlertWords(services: Services, realm: Realm, user: User, words: readonly string[]): Promise<string[]> {
+export async function doRemoveAlertWords(services: ActionServices, realm: Realm, user: User, words: readonly string[]): Promise<string[]> {
   return transaction(services.db, async (tx, afterCommit) => {
     await deleteAlertWords(tx, user.id, words);
     const all = await fetchUserAlertWords(tx, user.id);

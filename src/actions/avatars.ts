@@ -12,7 +12,7 @@ import { isAdmin } from '../lib/roles.js';
 import { badImage, sniffImageType, storedPath } from '../lib/uploads.js';
 import { realmUrl } from '../lib/urls.js';
 import type { UploadedFile } from '../plugins/body.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 /**
  * The stored file names behind avatarUrl (lib/avatar.ts): one name per user, its content
@@ -49,7 +49,7 @@ export function checkDeleteAvatar(realm: Realm, user: User): void {
  * Zulip's do_change_avatar_fields: new source, version + 1, an audit entry, and a realm_user
  * update with the new URLs to everyone who can see the user. Returns the new avatar_url.
  */
-async function changeAvatarFields(services: Services, tx: Tx, afterCommit: (cb: () => void) => void, realm: Realm, user: User, source: string): Promise<string> {
+async function changeAvatarFields(services: ActionServices, tx: Tx, afterCommit: (cb: () => void) => void, realm: Realm, user: User, source: string): Promise<string> {
   const changed = { ...user, avatar_source: source, avatar_version: user.avatar_version + 1 };
   await updateUserRow(tx, user.id, { avatar_source: source, avatar_version: changed.avatar_version });
   await insertAuditLog(tx, {
@@ -68,7 +68,7 @@ async function changeAvatarFields(services: Services, tx: Tx, afterCommit: (cb: 
   return url;
 }
 
-export async function doSetAvatar(services: Services, realm: Realm, user: User, image: { data: Buffer; contentType: string }): Promise<string> {
+export async function doSetAvatar(services: ActionServices, realm: Realm, user: User, image: { data: Buffer; contentType: string }): Promise<string> {
   const names = avatarFileNames(user);
   return transaction(services.db, async (tx, afterCommit) => {
     for (const name of [names.full, names.medium]) {
@@ -86,6 +86,6 @@ export async function doSetAvatar(services: Services, realm: Realm, user: User, 
 }
 
 /** Back to the external avatar provider (Gravatar). The uploaded image stays until the next upload replaces it. */
-export async function doDeleteAvatar(services: Services, realm: Realm, user: User): Promise<string> {
+export async function doDeleteAvatar(services: ActionServices, realm: Realm, user: User): Promise<string> {
   return transaction(services.db, (tx, afterCommit) => changeAvatarFields(services, tx, afterCommit, realm, user, AVATAR_FROM_GRAVATAR));
 }

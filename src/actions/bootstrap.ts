@@ -1,7 +1,7 @@
 import { countRealms } from '../db/repos/realms.js';
 import { generatePassword } from '../lib/secrets.js';
 import { ROLE_OWNER } from '../lib/roles.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { doCreateRealm } from './realms.js';
 import { doCreateUser } from './users.js';
 
@@ -10,7 +10,7 @@ import { doCreateUser } from './users.js';
  * and password from PARLEY_OWNER_EMAIL / PARLEY_OWNER_PASSWORD or generated and announced
  * once. Safe when several processes start together: the realm's unique string_id decides.
  */
-export async function ensureDefaultRealm(services: Services, announce: (line: string) => void): Promise<void> {
+export async function ensureDefaultRealm(services: ActionServices, announce: (line: string) => void): Promise<void> {
   if ((await countRealms(services.db.kysely)) > 0) return;
   let realm;
   try {

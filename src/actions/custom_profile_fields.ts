@@ -24,12 +24,12 @@ import {
 } from '../lib/custom_profile_fields.js';
 import { formatCustomProfileField } from '../lib/format/users.js';
 import { userIdsWhoCanAccess } from '../lib/access/users.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 type AfterCommit = (cb: () => void) => void;
 
 /** Every active user gets the whole new list (Zulip's notify_realm_custom_profile_fields). */
-async function notifyFields(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm): Promise<void> {
+async function notifyFields(tx: Tx, services: ActionServices, afterCommit: AfterCommit, realm: Realm): Promise<void> {
   const fields = (await fetchCustomProfileFields(tx, realm.id)).map(formatCustomProfileField);
   const users = await fetchActiveUserIds(tx, realm.id);
   afterCommit(() => services.events.send(realm.id, { type: 'custom_profile_fields', fields }, users));
@@ -47,7 +47,7 @@ export interface NewCustomProfileField {
 }
 
 /** Adds a field at the end of the order. Precondition: checked by checkFieldDefinition, label unused. */
-export async function doCreateCustomProfileField(services: Services, realm: Realm, f: NewCustomProfileField): Promise<CustomProfileField> {
+export async function doCreateCustomProfileField(services: ActionServices, realm: Realm, f: NewCustomProfileField): Promise<CustomProfileField> {
   return transaction(services.db, async (tx, afterCommit) => {
     const field = await insertCustomProfileField(tx, {
       realm_id: realm.id,
@@ -73,7 +73,7 @@ export type CustomProfileFieldChanges = Partial<
  * Updates a field's definition. Removing a dropdown option clears the values that chose it,
  * each announced as a cleared custom_profile_field of that user.
  */
-export async function doUpdateCustomProfileField(services: Services, realm: Realm, field: CustomProfileField, changes: CustomProfileFieldChanges): Promise<void> {
+export async function doUpdateCustomProfileField(services: ActionServices, realm: Realm, field: CustomProfileField, changes: CustomProfileFieldChanges): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     if (field.type === FIELD_DROPDOWN && changes.field_data !== undefined) {
       const options = Object.keys(JSON.parse(changes.field_data) as Record<string, unknown>);
@@ -91,7 +91,7 @@ export async function doUpdateCustomProfileField(services: Services, realm: Real
 }
 
 /** Deletes a field and every value users stored in it. */
-export async function doDeleteCustomProfileField(services: Services, realm: Realm, field: CustomProfileField): Promise<void> {
+export async function doDeleteCustomProfileField(services: ActionServices, realm: Realm, field: CustomProfileField): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await deleteCustomProfileField(tx, field.id);
     await notifyFields(tx, services, afterCommit, realm);
@@ -99,7 +99,7 @@ export async function doDeleteCustomProfileField(services: Services, realm: Real
 }
 
 /** Precondition: `order` maps every field of the realm, and only those, to its new position. */
-export async function doReorderCustomProfileFields(services: Services, realm: Realm, order: ReadonlyMap<number, number>): Promise<void> {
+export async function doReorderCustomProfileFields(services: ActionServices, realm: Realm, order: ReadonlyMap<number, number>): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     for (const [id, position] of order) await updateCustomProfileField(tx, id, { order: position });
     await notifyFields(tx, services, afterCommit, realm);

@@ -13,7 +13,7 @@ import { ChannelCaller, accessStreamById } from '../lib/access/streams.js';
 import { formatDraft, type DraftType } from '../lib/format/drafts.js';
 import { truncateTopic } from '../lib/topics.js';
 import { userSettings } from '../lib/user_settings.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { normalizeMessageContent } from './messages.js';
 
 /** A draft as a client sends it, already checked for shape (Zulip's DraftData). */
@@ -46,7 +46,7 @@ export function checkDraftsSynchronization(user: User): void {
  * the other participants, or the user alone for a note to self); a direct-message draft
  * with no recipients and an unaddressed draft become unaddressed with no topic.
  */
-export async function checkDraft(services: Services, realm: Realm, user: User, draft: DraftInput): Promise<CheckedDraft> {
+export async function checkDraft(services: ActionServices, realm: Realm, user: User, draft: DraftInput): Promise<CheckedDraft> {
   const content = normalizeMessageContent(draft.content);
   const timestamp = draft.timestamp ?? Date.now() / 1000;
   if (timestamp < 0) throw badRequest('Timestamp must not be negative.');
@@ -72,14 +72,14 @@ export async function checkDraft(services: Services, realm: Realm, user: User, d
 const draftColumns = (d: CheckedDraft) => ({ type: d.type, to: JSON.stringify(d.to), topic: d.topic, content: d.content, last_edit_time: d.lastEditTime });
 
 /** Zulip answers a missing (or someone else's) draft with 404 and code BAD_REQUEST. */
-export async function accessDraft(services: Services, user: User, draftId: number): Promise<DraftRow> {
+export async function accessDraft(services: ActionServices, user: User, draftId: number): Promise<DraftRow> {
   const row = await fetchUserDraft(services.db.kysely, user.id, draftId);
   if (!row) throw new JsonableError('Draft does not exist', 'BAD_REQUEST', 404);
   return row;
 }
 
 /** Creates the drafts in order and returns their IDs; the user's clients get one `add` event. */
-export async function doCreateDrafts(services: Services, user: User, drafts: readonly CheckedDraft[]): Promise<number[]> {
+export async function doCreateDrafts(services: ActionServices, user: User, drafts: readonly CheckedDraft[]): Promise<number[]> {
   return transaction(services.db, async (tx, afterCommit) => {
     const rows = await insertDrafts(tx, drafts.map((d) => ({ user_id: user.id, ...draftColumns(d) })));
     afterCommit(() => services.events.send(user.realm_id, { type: 'drafts', op: 'add', drafts: rows.map(formatDraft) }, [user.id]));
@@ -87,14 +87,14 @@ export async function doCreateDrafts(services: Services, user: User, drafts: rea
   });
 }
 
-export async function doEditDraft(services: Services, user: User, draft: DraftRow, changes: CheckedDraft): Promise<void> {
+export async function doEditDraft(services: ActionServices, user: User, draft: DraftRow, changes: CheckedDraft): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     const row = await updateDraftRow(tx, draft.id, draftColumns(changes));
     afterCommit(() => services.events.send(user.realm_id, { type: 'drafts', op: 'update', draft: formatDraft(row) }, [user.id]));
   });
 }
 
-export async function doDeleteDraft(services: Services, user: User, draft: DraftRow): Promise<void> {
+export async function doDeleteDraft(services: ActionServices, user: User, draft: DraftRow): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await deleteDraftRow(tx, draft.id);
     afterCommit(() => services.events.send(user.realm_id, { type: 'drafts', op: 'remove', draft_id: draft.id }, [user.id]));

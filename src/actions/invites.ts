@@ -23,7 +23,7 @@ import { realmUrl } from '../lib/urls.js';
 import { isAdmin, isOwner, ROLE_OWNER } from '../lib/roles.js';
 import { MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH } from '../lib/realm_settings.js';
 import type { Mailer } from '../lib/email.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 export interface InviteOptions {
   inviteAs: number;
@@ -74,7 +74,7 @@ export function checkWelcomeMessageCustomText(caller: User, text: string | null)
  * members to. Any refusal sends no invitation.
  */
 export async function checkInviteTargets(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   caller: User,
   streamIds: readonly number[],
@@ -99,9 +99,9 @@ export async function checkInviteTargets(
   for (const id of groupIds) await accessUserGroupForUpdate(services.db.kysely, realm, caller, id, 'can_add_members_group');
 }
 
-export const inviteLink = (services: Services, realm: Realm, key: string): string => `${realmUrl(services.config, realm)}/join/${key}/`;
+export const inviteLink = (services: ActionServices, realm: Realm, key: string): string => `${realmUrl(services.config, realm)}/join/${key}/`;
 
-async function sendInvitationEmail(services: Services, mailer: Mailer, realm: Realm, inviter: User, invite: Invite): Promise<void> {
+async function sendInvitationEmail(services: ActionServices, mailer: Mailer, realm: Realm, inviter: User, invite: Invite): Promise<void> {
   const link = inviteLink(services, realm, invite.key);
   const expires = invite.expiry === null ? 'This invitation does not expire.' : `This invitation expires on ${new Date(invite.expiry * 1000).toUTCString()}.`;
   try {
@@ -116,7 +116,7 @@ async function sendInvitationEmail(services: Services, mailer: Mailer, realm: Re
   }
 }
 
-function notifyInvitesChanged(services: Services, realm: Realm, adminIds: number[], referrerId: number): void {
+function notifyInvitesChanged(services: ActionServices, realm: Realm, adminIds: number[], referrerId: number): void {
   services.events.send(realm.id, { type: 'invites_changed' }, [...new Set([...adminIds, referrerId])].sort((a, b) => a - b));
 }
 
@@ -125,7 +125,7 @@ function notifyInvitesChanged(services: Services, realm: Realm, adminIds: number
  * carries `errors` as [email, reason, is_deactivated] triples and says whether the other
  * invitations were still sent.
  */
-export async function doInviteUsers(services: Services, mailer: Mailer, realm: Realm, caller: User, emails: string[], opts: InviteOptions): Promise<void> {
+export async function doInviteUsers(services: ActionServices, mailer: Mailer, realm: Realm, caller: User, emails: string[], opts: InviteOptions): Promise<void> {
   const db = services.db.kysely;
   const since = now() - 86400;
   const maxPerDay = services.config.invites.maxPerDay;
@@ -202,7 +202,7 @@ function inviteRow(realm: Realm, caller: User, opts: InviteOptions, email: strin
   };
 }
 
-export async function doCreateMultiuseInvite(services: Services, realm: Realm, caller: User, opts: InviteOptions): Promise<string> {
+export async function doCreateMultiuseInvite(services: ActionServices, realm: Realm, caller: User, opts: InviteOptions): Promise<string> {
   return transaction(services.db, async (tx, afterCommit) => {
     const [invite] = await insertInvites(tx, [inviteRow(realm, caller, opts, null)]);
     const admins = await fetchRealmAdminIds(tx, realm.id);
@@ -215,7 +215,7 @@ export async function doCreateMultiuseInvite(services: Services, realm: Realm, c
  * Who may revoke or resend an invitation (Zulip's rule): its creator, or an administrator;
  * only owners act on invitations to the owner role.
  */
-export async function accessInviteForChange(services: Services, realm: Realm, caller: User, id: number, multiuse: boolean): Promise<Invite> {
+export async function accessInviteForChange(services: ActionServices, realm: Realm, caller: User, id: number, multiuse: boolean): Promise<Invite> {
   const invite = await fetchInvite(services.db.kysely, realm.id, id, multiuse);
   if (!invite) throw badRequest('No such invitation');
   if (invite.referred_by !== caller.id) {
@@ -227,7 +227,7 @@ export async function accessInviteForChange(services: Services, realm: Realm, ca
   return invite;
 }
 
-export async function doRevokeInvite(services: Services, realm: Realm, caller: User, invite: Invite): Promise<void> {
+export async function doRevokeInvite(services: ActionServices, realm: Realm, caller: User, invite: Invite): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await updateInvite(tx, invite.id, { status: INVITE_REVOKED });
     const admins = await fetchRealmAdminIds(tx, realm.id);
@@ -235,7 +235,7 @@ export async function doRevokeInvite(services: Services, realm: Realm, caller: U
   });
 }
 
-export async function doResendInvite(services: Services, mailer: Mailer, realm: Realm, invite: Invite): Promise<void> {
+export async function doResendInvite(services: ActionServices, mailer: Mailer, realm: Realm, invite: Invite): Promise<void> {
   await updateInvite(services.db.kysely, invite.id, { date_created: now() });
   const inviter = (await services.db.kysely.selectFrom('users').selectAll().where('id', '=', invite.referred_by).executeTakeFirst())!;
   await sendInvitationEmail(services, mailer, realm, inviter, invite);

@@ -14,7 +14,7 @@ import { fetchActiveUserIds } from '../db/repos/users.js';
 import { badRequest } from '../errors.js';
 import { compileLinkifierPattern } from '../lib/markdown/index.js';
 import { parseUriTemplate } from '../lib/uri_template.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 export interface LinkifierInput {
   pattern: string;
@@ -34,7 +34,7 @@ function namedGroups(pattern: string): Set<string> {
  * groups must be exactly the template's variables, then uniqueness of the pattern. `msg` is
  * the first error and `errors` maps each field (or `__all__`) to its messages.
  */
-export async function checkLinkifier(services: Services, realm: Realm, l: LinkifierInput, exceptId?: number): Promise<void> {
+export async function checkLinkifier(services: ActionServices, realm: Realm, l: LinkifierInput, exceptId?: number): Promise<void> {
   const errors: Record<string, string[]> = {};
   const add = (field: string, msg: string) => (errors[field] ??= []).push(msg);
   if (l.pattern === '') add('pattern', FIELD_BLANK);
@@ -61,7 +61,7 @@ export async function checkLinkifier(services: Services, realm: Realm, l: Linkif
   if (first !== undefined) throw badRequest(first, { errors });
 }
 
-export async function accessLinkifier(services: Services, realm: Realm, id: number): Promise<LinkifierRow> {
+export async function accessLinkifier(services: ActionServices, realm: Realm, id: number): Promise<LinkifierRow> {
   const row = await fetchLinkifierById(services.db.kysely, realm.id, id);
   if (!row) throw badRequest('Linkifier not found.');
   return row;
@@ -72,7 +72,7 @@ export async function accessLinkifier(services: Services, realm: Realm, id: numb
  * (empty for clients without linkifier_url_template, which could not use URL templates), and
  * the legacy `realm_filters` event, whose format cannot express templates, with no entries.
  */
-async function notifyLinkifiers(services: Services, tx: Tx, afterCommit: (cb: () => void) => void, realm: Realm): Promise<void> {
+async function notifyLinkifiers(services: ActionServices, tx: Tx, afterCommit: (cb: () => void) => void, realm: Realm): Promise<void> {
   const [linkifiers, users] = await Promise.all([fetchLinkifiers(tx, realm.id), fetchActiveUserIds(tx, realm.id)]);
   afterCommit(() => {
     const send = (list: unknown[], value: boolean) =>
@@ -83,7 +83,7 @@ async function notifyLinkifiers(services: Services, tx: Tx, afterCommit: (cb: ()
   });
 }
 
-export async function doAddLinkifier(services: Services, realm: Realm, l: LinkifierInput): Promise<number> {
+export async function doAddLinkifier(services: ActionServices, realm: Realm, l: LinkifierInput): Promise<number> {
   return transaction(services.db, async (tx, afterCommit) => {
     const id = await insertLinkifier(tx, realm.id, l.pattern, l.urlTemplate);
     await notifyLinkifiers(services, tx, afterCommit, realm);
@@ -91,14 +91,14 @@ export async function doAddLinkifier(services: Services, realm: Realm, l: Linkif
   });
 }
 
-export async function doUpdateLinkifier(services: Services, realm: Realm, row: LinkifierRow, l: LinkifierInput): Promise<void> {
+export async function doUpdateLinkifier(services: ActionServices, realm: Realm, row: LinkifierRow, l: LinkifierInput): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await updateLinkifierRow(tx, row.id, l.pattern, l.urlTemplate);
     await notifyLinkifiers(services, tx, afterCommit, realm);
   });
 }
 
-export async function doRemoveLinkifier(services: Services, realm: Realm, row: LinkifierRow): Promise<void> {
+export async function doRemoveLinkifier(services: ActionServices, realm: Realm, row: LinkifierRow): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await deleteLinkifierRow(tx, row.id);
     await notifyLinkifiers(services, tx, afterCommit, realm);
@@ -106,7 +106,7 @@ export async function doRemoveLinkifier(services: Services, realm: Realm, row: L
 }
 
 /** Zulip's check_reorder_linkifiers: the list must name every linkifier of the realm exactly once. */
-export async function checkReorderLinkifiers(services: Services, realm: Realm, ids: readonly number[]): Promise<void> {
+export async function checkReorderLinkifiers(services: ActionServices, realm: Realm, ids: readonly number[]): Promise<void> {
   if (new Set(ids).size !== ids.length) throw badRequest('The ordered list must not contain duplicated linkifiers');
   const existing = new Set((await fetchLinkifiers(services.db.kysely, realm.id)).map((l) => l.id));
   if (ids.length !== existing.size || ids.some((id) => !existing.has(id))) {
@@ -114,7 +114,7 @@ export async function checkReorderLinkifiers(services: Services, realm: Realm, i
   }
 }
 
-export async function doReorderLinkifiers(services: Services, realm: Realm, ids: readonly number[]): Promise<void> {
+export async function doReorderLinkifiers(services: ActionServices, realm: Realm, ids: readonly number[]): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     for (const [order, id] of ids.entries()) await setLinkifierOrder(tx, id, order);
     await notifyLinkifiers(services, tx, afterCommit, realm);

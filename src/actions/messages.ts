@@ -116,7 +116,7 @@ import {
 } from '../db/cached.js';
 import { realmEmojiSourceUrl } from '../lib/format/realm_emoji.js';
 import { MAX_MESSAGE_LENGTH, MAX_STREAM_NAME_LENGTH } from '../version.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { setUserTopicPolicies } from './user_topics.js';
 import { claimableMessageAttachments, setMessageAttachments } from './uploads.js';
 import type { AttachmentRow } from '../db/repos/attachments.js';
@@ -234,7 +234,7 @@ export interface RenderResult {
  * the users, groups and channels it names (users the sender may not see and channels the
  * sender cannot see are left out, so they render as plain text), linkifiers and alert words.
  */
-export async function renderContent(services: Services, realm: Realm, sender: User, content: string): Promise<RenderResult> {
+export async function renderContent(services: ActionServices, realm: Realm, sender: User, content: string): Promise<RenderResult> {
   const db = services.db.kysely;
   const settings = realmSettings(realm);
   const c = mentionCandidates(content);
@@ -501,7 +501,7 @@ function subscriberRoles(subs: readonly ChannelRecipientRow[]): ReadonlyMap<numb
  * writes: recipients and their flags, mention and alert-word flags, the sender's automatic
  * topic visibility change. Every 4xx is raised here, never in doSendMessage.
  */
-export async function checkSendMessage(services: Services, realm: Realm, sender: User, input: SendMessageInput): Promise<PreparedMessage> {
+export async function checkSendMessage(services: ActionServices, realm: Realm, sender: User, input: SendMessageInput): Promise<PreparedMessage> {
   const db = services.db.kysely;
   const content = normalizeMessageContent(input.content);
   const settings = realmSettings(realm);
@@ -614,7 +614,7 @@ export async function checkSendMessage(services: Services, realm: Realm, sender:
 }
 
 /** The message dict events carry: rendered HTML, real avatar URLs, the empty topic as "". */
-function eventMessageDict(services: Services, p: PreparedMessage, row: Message): MessageDict {
+function eventMessageDict(services: ActionServices, p: PreparedMessage, row: Message): MessageDict {
   const users = new Map<number, MessageUserRow>();
   const toRow = (u: User): MessageUserRow => ({
     id: u.id,
@@ -651,7 +651,7 @@ function eventMessageDict(services: Services, p: PreparedMessage, row: Message):
  * flags (sender first) and the `user_topic` events.
  */
 async function writeMessages(
-  services: Services,
+  services: ActionServices,
   tx: Tx,
   afterCommit: (cb: () => void) => void,
   batch: readonly PreparedMessage[],
@@ -688,7 +688,7 @@ async function writeMessages(
 }
 
 async function finishMessage(
-  services: Services,
+  services: ActionServices,
   tx: Tx,
   afterCommit: (cb: () => void) => void,
   p: PreparedMessage,
@@ -751,7 +751,7 @@ class SendQueue {
   private readonly pending: PendingSend[] = [];
   private writing = false;
 
-  constructor(private readonly services: Services) {}
+  constructor(private readonly services: ActionServices) {}
 
   send(p: PreparedMessage): Promise<SentMessage> {
     return new Promise((resolve, reject) => {
@@ -812,7 +812,7 @@ class SendQueue {
 const sendQueues = new WeakMap<Database, SendQueue>();
 
 /** Writes a message checked by checkSendMessage (see writeMessages), in a group commit with concurrent sends. */
-export function doSendMessage(services: Services, p: PreparedMessage): Promise<SentMessage> {
+export function doSendMessage(services: ActionServices, p: PreparedMessage): Promise<SentMessage> {
   let queue = sendQueues.get(services.db);
   if (!queue) {
     queue = new SendQueue(services);
@@ -822,7 +822,7 @@ export function doSendMessage(services: Services, p: PreparedMessage): Promise<S
 }
 
 /** The sender's view of where the message went: Zulip's message_url / message_link (feature level 508). */
-export function messageLinks(services: Services, p: PreparedMessage, id: number): { message_url: string; message_link: string } {
+export function messageLinks(services: ActionServices, p: PreparedMessage, id: number): { message_url: string; message_link: string } {
   const base = realmUrl(services.config, p.realm);
   const t = p.target;
   if (t.kind === 'private') {
@@ -876,7 +876,7 @@ export function checkFlagName(flag: string, op: string): { flag: FlagName; op: '
  * messages unread is ignored for channels the user is not subscribed to.
  */
 export async function checkUpdateMessageFlags(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   user: User,
   op: 'add' | 'remove',
@@ -928,7 +928,7 @@ async function unreadMessageDetails(db: Tx, userId: number, ids: readonly number
 }
 
 /** Applies a checked flag change in one transaction and sends `update_message_flags` to the user. */
-export async function doUpdateMessageFlags(services: Services, realm: Realm, user: User, change: FlagChange): Promise<void> {
+export async function doUpdateMessageFlags(services: ActionServices, realm: Realm, user: User, change: FlagChange): Promise<void> {
   const bit = FLAG_BITS[change.flag];
   await transaction(services.db, async (tx, afterCommit) => {
     const existing = change.messages.filter((id) => !change.historical.includes(id));
@@ -958,7 +958,7 @@ const MARK_ALL_READ_BATCH = 2000;
  * budget. Returns false when the budget ran out first (the client repeats the request); the
  * `all: true` event goes out only once everything is read, as in Zulip.
  */
-export async function doMarkAllAsRead(services: Services, realm: Realm, user: User, timeBudgetMs: number): Promise<boolean> {
+export async function doMarkAllAsRead(services: ActionServices, realm: Realm, user: User, timeBudgetMs: number): Promise<boolean> {
   const start = Date.now();
   for (;;) {
     if (Date.now() - start >= timeBudgetMs) return false;
@@ -970,7 +970,7 @@ export async function doMarkAllAsRead(services: Services, realm: Realm, user: Us
 }
 
 /** Marks the user's unread messages in a channel, or one topic of it, read (legacy endpoints). */
-export async function doMarkStreamMessagesAsRead(services: Services, realm: Realm, user: User, streamId: number, topic?: string): Promise<number> {
+export async function doMarkStreamMessagesAsRead(services: ActionServices, realm: Realm, user: User, streamId: number, topic?: string): Promise<number> {
   return transaction(services.db, async (tx, afterCommit) => {
     const ids = await fetchUnreadIdsInStream(tx, user.id, streamId, topic === undefined ? undefined : topicKey(topic));
     if (ids.length === 0) return 0;
@@ -1028,7 +1028,7 @@ export async function fetchReadReceipts(db: Tx, message: Message): Promise<numbe
  * Preconditions: every message is in `stream` (or, for a direct message, `messages` has one).
  */
 export async function deleteMessagesInTransaction(
-  services: Services,
+  services: ActionServices,
   tx: Tx,
   afterCommit: (cb: () => void) => void,
   realm: Realm,
@@ -1071,7 +1071,7 @@ export const DELETE_TOPIC_DEFAULTS: DeleteTopicOptions = { batchSize: 100, timeB
  * access to the channel; `topic` is already read ("" for the empty topic).
  */
 export async function doDeleteTopic(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   user: User,
   stream: Stream,
@@ -1144,7 +1144,7 @@ function isResolveToggle(from: string, to: string): boolean {
  * channel's can_move_messages_within_channel_group), resolving needs can_resolve_topics_group,
  * and below moderators within move_messages_within_stream_limit_seconds.
  */
-export async function checkUpdateMessage(services: Services, realm: Realm, editor: User, messageId: number, req: EditRequest): Promise<PreparedEdit> {
+export async function checkUpdateMessage(services: ActionServices, realm: Realm, editor: User, messageId: number, req: EditRequest): Promise<PreparedEdit> {
   const db = services.db.kysely;
   const settings = realmSettings(realm);
   const { message } = await accessMessage(db, realm, editor, messageId);
@@ -1255,7 +1255,7 @@ function prependHistory(text: string | null, entry: EditHistoryEntry): string {
  * `update_message` event goes to everyone with a copy, carrying their flags for the edited
  * message.
  */
-export async function doUpdateMessage(services: Services, e: PreparedEdit): Promise<void> {
+export async function doUpdateMessage(services: ActionServices, e: PreparedEdit): Promise<void> {
   const ts = now();
   const m = e.message;
   const newStream = e.topic?.newStream ?? null;
@@ -1394,7 +1394,7 @@ export async function doUpdateMessage(services: Services, e: PreparedEdit): Prom
  * cleared. Users who cannot read a new private channel just lose the old policy.
  */
 async function moveTopicPolicies(
-  services: Services,
+  services: ActionServices,
   tx: Tx,
   afterCommit: (cb: () => void) => void,
   realm: Realm,
@@ -1424,7 +1424,7 @@ async function moveTopicPolicies(
 }
 
 /** Sets a channel's first_message_id to its oldest message when that changed, announcing it. */
-async function refreshFirstMessageId(services: Services, tx: Tx, afterCommit: (cb: () => void) => void, realm: Realm, stream: Stream): Promise<void> {
+async function refreshFirstMessageId(services: ActionServices, tx: Tx, afterCommit: (cb: () => void) => void, realm: Realm, stream: Stream): Promise<void> {
   const current = (await fetchStreamAccessRows(tx, [stream.id])).get(stream.id)?.first_message_id ?? null;
   const next = await fetchFirstMessageId(tx, stream.id);
   if (next === current) return;
@@ -1440,7 +1440,7 @@ async function refreshFirstMessageId(services: Services, tx: Tx, afterCommit: (c
  * channel administrator) may delete anything; otherwise only one's own messages (or one's
  * bots'), with can_delete_own_message_group, within message_content_delete_limit_seconds.
  */
-export async function checkDeleteMessage(services: Services, realm: Realm, user: User, messageId: number): Promise<{ message: Message; stream: Stream | null }> {
+export async function checkDeleteMessage(services: ActionServices, realm: Realm, user: User, messageId: number): Promise<{ message: Message; stream: Stream | null }> {
   const db = services.db.kysely;
   const settings = realmSettings(realm);
   const { message } = await accessMessage(db, realm, user, messageId);
@@ -1465,6 +1465,6 @@ export async function checkDeleteMessage(services: Services, realm: Realm, user:
 }
 
 /** DELETE /messages/{id}: removes the message and announces it (see deleteMessagesInTransaction). */
-export async function doDeleteMessage(services: Services, realm: Realm, message: Message, stream: Stream | null): Promise<void> {
+export async function doDeleteMessage(services: ActionServices, realm: Realm, message: Message, stream: Stream | null): Promise<void> {
   await transaction(services.db, (tx, afterCommit) => deleteMessagesInTransaction(services, tx, afterCommit, realm, [message], stream));
 }

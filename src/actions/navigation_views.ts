@@ -10,7 +10,7 @@ import {
 } from '../db/repos/navigation_views.js';
 import { badRequest, notFound } from '../errors.js';
 import { formatNavigationView } from '../lib/format/navigation_views.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 /**
  * Fragments of the views the clients build in (Zulip's BUILT_IN_VIEW_FRAGMENTS): a user
@@ -28,14 +28,14 @@ export const BUILT_IN_VIEW_FRAGMENTS: readonly string[] = [
 
 const alreadyExists = () => badRequest('Navigation view already exists.');
 
-export async function accessNavigationView(services: Services, user: User, fragment: string): Promise<NavigationViewRow> {
+export async function accessNavigationView(services: ActionServices, user: User, fragment: string): Promise<NavigationViewRow> {
   const row = await fetchNavigationView(services.db.kysely, user.id, fragment);
   if (!row) throw notFound('Navigation view does not exist.');
   return row;
 }
 
 /** Zulip's add_navigation_view checks; `fragment` and `name` arrive stripped and non-blank. */
-export async function checkAddNavigationView(services: Services, user: User, fragment: string, name: string | null): Promise<void> {
+export async function checkAddNavigationView(services: ActionServices, user: User, fragment: string, name: string | null): Promise<void> {
   if (BUILT_IN_VIEW_FRAGMENTS.includes(fragment)) {
     if (name !== null) throw badRequest('Built-in views cannot have a custom name.');
   } else if (name === null) {
@@ -46,14 +46,14 @@ export async function checkAddNavigationView(services: Services, user: User, fra
 }
 
 /** Zulip's update_navigation_view checks, made before looking the view up. */
-export async function checkUpdateNavigationView(services: Services, user: User, fragment: string, name: string | undefined): Promise<void> {
+export async function checkUpdateNavigationView(services: ActionServices, user: User, fragment: string, name: string | undefined): Promise<void> {
   if (name === undefined) return;
   if (BUILT_IN_VIEW_FRAGMENTS.includes(fragment)) throw badRequest('Built-in views cannot have a custom name.');
   if (await navigationViewNameExists(services.db.kysely, user.id, name)) throw alreadyExists();
 }
 
 export async function doAddNavigationView(
-  services: Services,
+  services: ActionServices,
   user: User,
   view: { fragment: string; isPinned: boolean; name: string | null },
 ): Promise<void> {
@@ -71,7 +71,7 @@ export async function doAddNavigationView(
 }
 
 export async function doUpdateNavigationView(
-  services: Services,
+  services: ActionServices,
   user: User,
   view: NavigationViewRow,
   changes: { isPinned?: boolean; name?: string },
@@ -92,7 +92,7 @@ export async function doUpdateNavigationView(
   });
 }
 
-export async function doRemoveNavigationView(services: Services, user: User, view: NavigationViewRow): Promise<void> {
+export async function doRemoveNavigationView(services: ActionServices, user: User, view: NavigationViewRow): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await deleteNavigationViewRow(tx, user.id, view.fragment);
     afterCommit(() => services.events.send(user.realm_id, { type: 'navigation_view', op: 'remove', fragment: view.fragment }, [user.id]));

@@ -1,5 +1,5 @@
 import type { Realm, User } from '../db/tables.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { transaction, type Tx } from '../db/index.js';
 import { fetchPresence, fetchRealmPresences, nextPresenceUpdateId, upsertPresence } from '../db/repos/presence.js';
 import { fetchActiveUserIds } from '../db/repos/users.js';
@@ -26,7 +26,7 @@ export type PresenceStatus = 'active' | 'idle';
  * a user coming online (or reporting for the first time) is announced to the organization
  * with a `presence` event so others need not wait for their next poll.
  */
-export async function doUpdateUserPresence(services: Services, realm: Realm, user: User, status: PresenceStatus, now: number): Promise<void> {
+export async function doUpdateUserPresence(services: ActionServices, realm: Realm, user: User, status: PresenceStatus, now: number): Promise<void> {
   // A user who hid their presence is never reported; their old data simply ages out.
   if (!userSettings(user).presence_enabled) return;
   await transaction(services.db, async (tx, afterCommit) => {

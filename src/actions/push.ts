@@ -3,7 +3,7 @@ import type { User } from '../db/tables.js';
 import { deletePushDevice, fetchPushDevice, insertPushDevice, type PushDeviceRow } from '../db/repos/push_devices.js';
 import { badRequest } from '../errors.js';
 import type { PushDeviceKind } from '../lib/push/sender.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 /** Zulip's validate_token: a bounded, non-empty token; APNs tokens must be hexadecimal. */
 export function checkPushToken(token: string, kind: PushDeviceKind): void {
@@ -13,18 +13,18 @@ export function checkPushToken(token: string, kind: PushDeviceKind): void {
 }
 
 /** Registers a device; the same token again is a no-op. Precondition: checkPushToken passed. */
-export async function doAddPushDeviceToken(services: Services, user: User, kind: PushDeviceKind, token: string, appId: string | null): Promise<void> {
+export async function doAddPushDeviceToken(services: ActionServices, user: User, kind: PushDeviceKind, token: string, appId: string | null): Promise<void> {
   await transaction(services.db, async (tx) => {
     await insertPushDevice(tx, { user_id: user.id, kind, token, app_id: appId, date_created: now() });
   });
 }
 
-export async function accessPushDevice(services: Services, user: User, kind: PushDeviceKind, token: string): Promise<PushDeviceRow> {
+export async function accessPushDevice(services: ActionServices, user: User, kind: PushDeviceKind, token: string): Promise<PushDeviceRow> {
   const row = await fetchPushDevice(services.db.kysely, user.id, kind, token);
   if (!row) throw badRequest('Token does not exist');
   return row;
 }
 
-export async function doRemovePushDeviceToken(services: Services, device: PushDeviceRow): Promise<void> {
+export async function doRemovePushDeviceToken(services: ActionServices, device: PushDeviceRow): Promise<void> {
   await transaction(services.db, (tx) => deletePushDevice(tx, device.id));
 }

@@ -18,7 +18,7 @@ import { checkEmojiRequest, emojiDataForName } from '../lib/emoji.js';
 import { FLAG_BITS } from '../lib/message_flags.js';
 import { topicKey, VISIBILITY_FOLLOWED, VISIBILITY_INHERIT, VISIBILITY_UNMUTED } from '../lib/topics.js';
 import { AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_PARTICIPATION, userSettings } from '../lib/user_settings.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { setUserTopicPolicies } from './user_topics.js';
 
 /** A message the caller may act on (react to, attach widgets to), with its channel if any. */
@@ -74,7 +74,7 @@ export interface PreparedReaction {
  * emoji someone already used on the message is a vote for that reaction: it takes the earlier
  * reaction's name and skips validation (the emoji may have been deactivated since).
  */
-export async function checkAddReaction(services: Services, realm: Realm, user: User, messageId: number, req: ReactionRequest & { emojiName: string }): Promise<PreparedReaction> {
+export async function checkAddReaction(services: ActionServices, realm: Realm, user: User, messageId: number, req: ReactionRequest & { emojiName: string }): Promise<PreparedReaction> {
   const db = services.db.kysely;
   const target = await accessMessageForModification(db, realm, user, messageId);
   let { emojiCode, reactionType } = req;
@@ -132,7 +132,7 @@ async function participationPolicy(db: Tx, user: User, message: Message): Promis
  * message, so later events about it reach them), applies the participation topic policy, and
  * sends the `reaction` event to everyone who has the message.
  */
-export async function doAddReaction(services: Services, realm: Realm, user: User, r: PreparedReaction): Promise<void> {
+export async function doAddReaction(services: ActionServices, realm: Realm, user: User, r: PreparedReaction): Promise<void> {
   const { message, stream } = r.target;
   await transaction(services.db, async (tx, afterCommit) => {
     if (r.target.historical) await insertHistoricalUserMessageIfAbsent(tx, user.id, message.id, FLAG_BITS.read | FLAG_BITS.historical);
@@ -158,7 +158,7 @@ export async function doAddReaction(services: Services, realm: Realm, user: User
  * Zulip's remove_reaction: by code (and type, default unicode_emoji), or by name looked up in
  * the current emoji data. The emoji is not re-validated: it may have been deactivated since.
  */
-export async function checkRemoveReaction(services: Services, realm: Realm, user: User, messageId: number, req: ReactionRequest): Promise<PreparedReaction> {
+export async function checkRemoveReaction(services: ActionServices, realm: Realm, user: User, messageId: number, req: ReactionRequest): Promise<PreparedReaction> {
   const db = services.db.kysely;
   const target = await accessMessageForModification(db, realm, user, messageId);
   const reactionType = req.reactionType ?? 'unicode_emoji';
@@ -172,7 +172,7 @@ export async function checkRemoveReaction(services: Services, realm: Realm, user
   return { target, emojiName: existing.emoji_name, emojiCode, reactionType };
 }
 
-export async function doRemoveReaction(services: Services, realm: Realm, user: User, r: PreparedReaction): Promise<void> {
+export async function doRemoveReaction(services: ActionServices, realm: Realm, user: User, r: PreparedReaction): Promise<void> {
   const { message, stream } = r.target;
   await transaction(services.db, async (tx, afterCommit) => {
     if (!(await deleteReaction(tx, message.id, user.id, r.emojiCode, r.reactionType))) {

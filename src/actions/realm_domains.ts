@@ -13,7 +13,7 @@ import { fetchActiveUserIds } from '../db/repos/user_groups.js';
 import { badRequest } from '../errors.js';
 import { formatRealmDomain } from '../lib/format/realm_domains.js';
 import { realmSettings } from '../lib/realm_settings.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { doUpdateRealmSettings } from './realm_settings.js';
 
 /** Zulip's validate_domain; returns the problem, or null for a valid (lowercase) domain. */
@@ -31,7 +31,7 @@ export function domainProblem(domain: string): string | null {
 }
 
 /** Normalizes and validates a new allowed domain (Zulip's create_realm_domain checks). */
-export async function checkAddRealmDomain(services: Services, realm: Realm, rawDomain: string): Promise<string> {
+export async function checkAddRealmDomain(services: ActionServices, realm: Realm, rawDomain: string): Promise<string> {
   const domain = rawDomain.trim().toLowerCase();
   const problem = domainProblem(domain);
   if (problem) throw badRequest(`Invalid domain: ${problem}`);
@@ -41,19 +41,19 @@ export async function checkAddRealmDomain(services: Services, realm: Realm, rawD
   return domain;
 }
 
-export async function accessRealmDomain(services: Services, realm: Realm, domain: string): Promise<RealmDomainRow> {
+export async function accessRealmDomain(services: ActionServices, realm: Realm, domain: string): Promise<RealmDomainRow> {
   const row = await fetchRealmDomain(services.db.kysely, realm.id, domain);
   if (!row) throw badRequest(`No entry found for domain ${domain}.`);
   return row;
 }
 
-async function sendToRealm(services: Services, tx: Tx, realm: Realm, event: { type: string; [k: string]: unknown }, afterCommit: (cb: () => void) => void): Promise<void> {
+async function sendToRealm(services: ActionServices, tx: Tx, realm: Realm, event: { type: string; [k: string]: unknown }, afterCommit: (cb: () => void) => void): Promise<void> {
   const userIds = await fetchActiveUserIds(tx, realm.id);
   afterCommit(() => services.events.send(realm.id, event, userIds));
 }
 
 /** Preconditions: checkAddRealmDomain returned `domain`; the caller is an owner. */
-export async function doAddRealmDomain(services: Services, realm: Realm, domain: string, allowSubdomains: boolean): Promise<RealmDomainRow> {
+export async function doAddRealmDomain(services: ActionServices, realm: Realm, domain: string, allowSubdomains: boolean): Promise<RealmDomainRow> {
   return transaction(services.db, async (tx, afterCommit) => {
     const row = await insertRealmDomain(tx, { realm_id: realm.id, domain, allow_subdomains: allowSubdomains ? 1 : 0 });
     await sendToRealm(services, tx, realm, { type: 'realm_domains', op: 'add', realm_domain: formatRealmDomain(row) }, afterCommit);
@@ -61,7 +61,7 @@ export async function doAddRealmDomain(services: Services, realm: Realm, domain:
   });
 }
 
-export async function doChangeRealmDomain(services: Services, realm: Realm, domain: RealmDomainRow, allowSubdomains: boolean): Promise<void> {
+export async function doChangeRealmDomain(services: ActionServices, realm: Realm, domain: RealmDomainRow, allowSubdomains: boolean): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     const row = await updateRealmDomainRow(tx, domain.id, allowSubdomains ? 1 : 0);
     await sendToRealm(services, tx, realm, { type: 'realm_domains', op: 'change', realm_domain: formatRealmDomain(row) }, afterCommit);
@@ -72,7 +72,7 @@ export async function doChangeRealmDomain(services: Services, realm: Realm, doma
  * Removing the last allowed domain also turns emails_restricted_to_domains off (with its
  * realm event), as in Zulip: a restriction to no domains would only confuse.
  */
-export async function doRemoveRealmDomain(services: Services, realm: Realm, actingUser: User, domain: RealmDomainRow): Promise<void> {
+export async function doRemoveRealmDomain(services: ActionServices, realm: Realm, actingUser: User, domain: RealmDomainRow): Promise<void> {
   const remaining = await transaction(services.db, async (tx, afterCommit) => {
     await deleteRealmDomainRow(tx, domain.id);
     await sendToRealm(services, tx, realm, { type: 'realm_domains', op: 'remove', domain: domain.domain }, afterCommit);

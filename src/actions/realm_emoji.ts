@@ -19,7 +19,7 @@ import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings
 import { isAdmin } from '../lib/roles.js';
 import { IMAGE_EXTENSIONS, MAX_EMOJI_FILE_SIZE_MIB, badImage, sniffImageType, storedPath } from '../lib/uploads.js';
 import type { UploadedFile } from '../plugins/body.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 export interface PreparedRealmEmoji {
   name: string;
@@ -33,7 +33,7 @@ export interface PreparedRealmEmoji {
  * only administrators may override a built-in emoji name, and exactly one image of at most
  * MAX_EMOJI_FILE_SIZE_MIB is uploaded. The image is stored as sent (no resizing).
  */
-export async function checkAddRealmEmoji(services: Services, realm: Realm, user: User, rawName: string, files: readonly UploadedFile[]): Promise<PreparedRealmEmoji> {
+export async function checkAddRealmEmoji(services: ActionServices, realm: Realm, user: User, rawName: string, files: readonly UploadedFile[]): Promise<PreparedRealmEmoji> {
   const db = services.db.kysely;
   const name = rawName.trim().replace(/ /g, '_');
   checkValidEmojiName(name);
@@ -54,7 +54,7 @@ export async function checkAddRealmEmoji(services: Services, realm: Realm, user:
 
 /** Every active user: new emoji as `add` for clients with individual_emoji_changes, the whole set for others. */
 async function notifyRealmEmoji(
-  services: Services,
+  services: ActionServices,
   tx: Tx,
   afterCommit: (cb: () => void) => void,
   realm: Realm,
@@ -68,7 +68,7 @@ async function notifyRealmEmoji(
   });
 }
 
-export async function doAddRealmEmoji(services: Services, realm: Realm, author: User, e: PreparedRealmEmoji): Promise<RealmEmojiRow> {
+export async function doAddRealmEmoji(services: ActionServices, realm: Realm, author: User, e: PreparedRealmEmoji): Promise<RealmEmojiRow> {
   // Not derived from the ID, so custom emoji URLs cannot be enumerated.
   const fileName = `${randomBytes(8).toString('hex')}${IMAGE_EXTENSIONS[e.contentType]}`;
   return transaction(services.db, async (tx, afterCommit) => {
@@ -91,14 +91,14 @@ export async function doAddRealmEmoji(services: Services, realm: Realm, author: 
  * author or an administrator may deactivate it. Deactivated emoji keep their image: old
  * messages and reactions still show it.
  */
-export async function checkRemoveRealmEmoji(services: Services, realm: Realm, user: User, name: string): Promise<RealmEmojiRow> {
+export async function checkRemoveRealmEmoji(services: ActionServices, realm: Realm, user: User, name: string): Promise<RealmEmojiRow> {
   const emoji = await fetchActiveRealmEmojiByName(services.db.kysely, realm.id, name);
   if (!emoji) throw new JsonableError(`Emoji '${name}' does not exist`, 'BAD_REQUEST', 404);
   if (!isAdmin(user) && emoji.author_id !== user.id) throw badRequest('Must be an organization administrator or emoji author');
   return emoji;
 }
 
-export async function doRemoveRealmEmoji(services: Services, realm: Realm, emoji: RealmEmojiRow): Promise<void> {
+export async function doRemoveRealmEmoji(services: ActionServices, realm: Realm, emoji: RealmEmojiRow): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await deactivateRealmEmojiRow(tx, emoji.id);
     await notifyRealmEmoji(services, tx, afterCommit, realm, { op: 'update_one', emoji_id: String(emoji.id), data: { deactivated: true } });

@@ -12,7 +12,7 @@ import { fetchActiveUserIds } from '../db/repos/user_groups.js';
 import { badRequest } from '../errors.js';
 import { formatRealmPlayground } from '../lib/format/realm_playgrounds.js';
 import { parseUriTemplate } from '../lib/uri_template.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 export interface NewPlayground {
   name: string;
@@ -27,7 +27,7 @@ const FIELD_BLANK = 'This field cannot be blank.';
  * collected, `msg` is the first one and `errors` maps each field (or `__all__`) to its
  * messages. Fields are checked in model order: url_template, name, pygments_language.
  */
-export async function checkAddRealmPlayground(services: Services, realm: Realm, pg: NewPlayground): Promise<void> {
+export async function checkAddRealmPlayground(services: ActionServices, realm: Realm, pg: NewPlayground): Promise<void> {
   const errors: Record<string, string[]> = {};
   const add = (field: string, msg: string) => (errors[field] ??= []).push(msg);
   const template = pg.urlTemplate === '' ? null : parseUriTemplate(pg.urlTemplate);
@@ -47,21 +47,21 @@ export async function checkAddRealmPlayground(services: Services, realm: Realm, 
   if (first !== undefined) throw badRequest(first, { errors });
 }
 
-export async function accessRealmPlayground(services: Services, realm: Realm, id: number): Promise<RealmPlaygroundRow> {
+export async function accessRealmPlayground(services: ActionServices, realm: Realm, id: number): Promise<RealmPlaygroundRow> {
   const row = await fetchRealmPlayground(services.db.kysely, realm.id, id);
   if (!row) throw badRequest('Invalid playground');
   return row;
 }
 
 /** Every active user of the realm gets the whole new list, as in Zulip. */
-async function notifyRealmPlaygrounds(services: Services, tx: Tx, realm: Realm, afterCommit: (cb: () => void) => void): Promise<void> {
+async function notifyRealmPlaygrounds(services: ActionServices, tx: Tx, realm: Realm, afterCommit: (cb: () => void) => void): Promise<void> {
   const playgrounds = (await fetchRealmPlaygrounds(tx, realm.id)).map(formatRealmPlayground);
   const userIds = await fetchActiveUserIds(tx, realm.id);
   afterCommit(() => services.events.send(realm.id, { type: 'realm_playgrounds', realm_playgrounds: playgrounds }, userIds));
 }
 
 /** Preconditions: checkAddRealmPlayground passed; the caller is an administrator. */
-export async function doAddRealmPlayground(services: Services, realm: Realm, pg: NewPlayground): Promise<RealmPlaygroundRow> {
+export async function doAddRealmPlayground(services: ActionServices, realm: Realm, pg: NewPlayground): Promise<RealmPlaygroundRow> {
   return transaction(services.db, async (tx, afterCommit) => {
     const row = await insertRealmPlayground(tx, {
       realm_id: realm.id,
@@ -74,7 +74,7 @@ export async function doAddRealmPlayground(services: Services, realm: Realm, pg:
   });
 }
 
-export async function doRemoveRealmPlayground(services: Services, realm: Realm, playground: RealmPlaygroundRow): Promise<void> {
+export async function doRemoveRealmPlayground(services: ActionServices, realm: Realm, playground: RealmPlaygroundRow): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await deleteRealmPlaygroundRow(tx, playground.id);
     await notifyRealmPlaygrounds(services, tx, realm, afterCommit);

@@ -32,7 +32,7 @@ import {
   type UserSettingName,
 } from '../lib/user_settings.js';
 import type { ZulipEvent } from '../events/bus.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { realmUrl } from '../lib/urls.js';
 import { syncEmailVisibility } from './users.js';
 
@@ -58,7 +58,7 @@ export interface RealmSettingChange {
  * normalized values that actually change.
  */
 export async function checkRealmGroupSettingUpdates(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   updates: Partial<Record<RealmGroupSettingName, GroupSettingUpdate>>,
 ): Promise<Partial<Record<RealmGroupSettingName, GroupSettingValue>>> {
@@ -120,7 +120,7 @@ function storeRealmSettings(previousText: string, properties: Partial<RealmPrope
  * changes actually made (a value equal to the current one changes nothing).
  */
 export async function doUpdateRealmSettings(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   actingUser: User,
   update: RealmSettingsUpdate,
@@ -202,7 +202,7 @@ export async function doUpdateRealmSettings(
  * `realm_user_settings_defaults` update event per changed setting to every active user.
  */
 export async function doUpdateRealmUserSettingsDefaults(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   actingUser: User,
   values: Partial<StoredUserSettings>,
@@ -254,7 +254,7 @@ export async function doUpdateRealmUserSettingsDefaults(
  * realm_user_settings_defaults and email-change events each part implies.
  */
 export async function doSetRealmEmailAddressVisibility(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   actingUser: User,
   value: StoredUserSettings['email_address_visibility'],

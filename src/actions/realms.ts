@@ -5,11 +5,11 @@ import { insertSubgroups, insertUserGroup, updateSystemGroupPermissions } from '
 import { USER_GROUP_PERMISSION_SETTINGS } from '../lib/group_settings.js';
 import { SYSTEM_GROUPS } from '../lib/system_groups.js';
 import { initialRealmSettings } from '../lib/realm_settings.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 /** Creates an organization with its system groups and default group-valued settings. */
 export async function doCreateRealm(
-  services: Services,
+  services: ActionServices,
   opts: { stringId: string; name: string; description?: string },
 ): Promise<Realm> {
   return transaction(services.db, async (tx) => {

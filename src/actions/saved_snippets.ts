@@ -9,19 +9,19 @@ import {
 } from '../db/repos/saved_snippets.js';
 import { JsonableError } from '../errors.js';
 import { formatSavedSnippet } from '../lib/format/saved_snippets.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 /** Zulip answers a missing (or someone else's) snippet with 404 and code BAD_REQUEST. */
 const snippetDoesNotExist = (): JsonableError => new JsonableError('Saved snippet does not exist.', 'BAD_REQUEST', 404);
 
-export async function accessSavedSnippet(services: Services, user: User, id: number): Promise<SavedSnippetRow> {
+export async function accessSavedSnippet(services: ActionServices, user: User, id: number): Promise<SavedSnippetRow> {
   const row = await fetchUserSavedSnippet(services.db.kysely, user.id, id);
   if (!row) throw snippetDoesNotExist();
   return row;
 }
 
 /** Preconditions: title and content are trimmed, non-empty and within Zulip's limits. */
-export async function doCreateSavedSnippet(services: Services, user: User, title: string, content: string): Promise<SavedSnippetRow> {
+export async function doCreateSavedSnippet(services: ActionServices, user: User, title: string, content: string): Promise<SavedSnippetRow> {
   return transaction(services.db, async (tx, afterCommit) => {
     const row = await insertSavedSnippet(tx, {
       realm_id: user.realm_id,
@@ -38,7 +38,7 @@ export async function doCreateSavedSnippet(services: Services, user: User, title
 }
 
 export async function doEditSavedSnippet(
-  services: Services,
+  services: ActionServices,
   user: User,
   snippet: SavedSnippetRow,
   changes: { title?: string; content?: string },
@@ -51,7 +51,7 @@ export async function doEditSavedSnippet(
   });
 }
 
-export async function doDeleteSavedSnippet(services: Services, user: User, snippet: SavedSnippetRow): Promise<void> {
+export async function doDeleteSavedSnippet(services: ActionServices, user: User, snippet: SavedSnippetRow): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await deleteSavedSnippetRow(tx, snippet.id);
     afterCommit(() =>

@@ -11,10 +11,10 @@ import { checkSendMessage, doSendMessage } from './messages.js';
 import { accessUserGroupForRead } from '../lib/access/user_groups.js';
 import { fetchSystemBot, type SystemBotName } from '../lib/system_bots.js';
 import { realmSettings } from '../lib/realm_settings.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 /** An invitation that can still be accepted, with its organization; null when expired, used or revoked. */
-export async function fetchUsableInvite(services: Services, key: string): Promise<{ invite: Invite; realm: Realm } | null> {
+export async function fetchUsableInvite(services: ActionServices, key: string): Promise<{ invite: Invite; realm: Realm } | null> {
   const invite = await fetchInviteByKey(services.db.kysely, key);
   if (!invite || invite.status !== INVITE_PENDING) return null;
   if (invite.expiry !== null && invite.expiry <= now()) return null;
@@ -23,7 +23,7 @@ export async function fetchUsableInvite(services: Services, key: string): Promis
   return { invite, realm };
 }
 
-async function sendBotDirectMessage(services: Services, realm: Realm, bot: SystemBotName, to: User, content: string): Promise<void> {
+async function sendBotDirectMessage(services: ActionServices, realm: Realm, bot: SystemBotName, to: User, content: string): Promise<void> {
   const sender = await fetchSystemBot(services.db.kysely, services.config, realm, bot);
   const prepared = await checkSendMessage(services, realm, sender, {
     type: 'private',
@@ -41,7 +41,7 @@ async function sendBotDirectMessage(services: Services, realm: Realm, bot: Syste
  * a Notification Bot message to them.
  */
 export async function doAcceptInvite(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   invite: Invite,
   form: { email: string; fullName: string; password: string },

@@ -60,7 +60,7 @@ import { ROLE_GUEST, isAdmin, isOwner } from '../lib/roles.js';
 import { normalizeColor, pickColors } from '../lib/stream_colors.js';
 import { realmUrl } from '../lib/urls.js';
 import { MAX_STREAM_NAME_LENGTH } from '../version.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 /**
  * Every change to channels and subscriptions: rows, audit log and the events Zulip sends
@@ -97,7 +97,7 @@ function metadataUsers(view: RealmView, stream: Stream, subscribers: readonly nu
   return metadataAccessUserIds(stream, view.active, new Set(subscribers ?? []), view.m);
 }
 
-function send(services: Services, realm: Realm, afterCommit: AfterCommit, event: ZulipEvent, users: Iterable<number>, onlyIf?: { capability: string; value: boolean }): void {
+function send(services: ActionServices, realm: Realm, afterCommit: AfterCommit, event: ZulipEvent, users: Iterable<number>, onlyIf?: { capability: string; value: boolean }): void {
   const ids = [...new Set(users)].sort((a, b) => a - b);
   if (ids.length === 0) return;
   afterCommit(() => services.events.send(realm.id, event, ids, undefined, onlyIf));
@@ -188,7 +188,7 @@ const byId = (a: { id: number }, b: { id: number }): number => a.id - b.id;
 export async function addSubscriptionsInTransaction(
   tx: Tx,
   afterCommit: AfterCommit,
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   actor: User | null,
   plan: SubscriptionPlan,
@@ -321,7 +321,7 @@ export async function addSubscriptionsInTransaction(
 }
 
 /** Creates channels and subscribes users in one transaction (POST /users/me/subscriptions). */
-export async function doAddSubscriptions(services: Services, realm: Realm, actor: User | null, plan: SubscriptionPlan): Promise<SubscriptionResult> {
+export async function doAddSubscriptions(services: ActionServices, realm: Realm, actor: User | null, plan: SubscriptionPlan): Promise<SubscriptionResult> {
   return transaction(services.db, (tx, afterCommit) => addSubscriptionsInTransaction(tx, afterCommit, services, realm, actor, plan));
 }
 
@@ -333,7 +333,7 @@ export async function doAddSubscriptions(services: Services, realm: Realm, actor
 export async function subscribeNewUserToDefaultStreams(
   tx: Tx,
   afterCommit: AfterCommit,
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   user: User,
   extraStreamIds: readonly number[] = [],
@@ -357,7 +357,7 @@ export interface RemovalResult {
  * sees its subscribers. Subscription rows are kept inactive, with their personal settings.
  */
 export async function doRemoveSubscriptions(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   actor: User | null,
   users: readonly User[],
@@ -408,7 +408,7 @@ export async function doRemoveSubscriptions(
  * who lose it get `stream delete`, the others `stream update` with `events(updated)`.
  */
 async function changeStream(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   stream: Stream,
   changes: StreamUpdate,
@@ -439,7 +439,7 @@ async function changeStream(
   });
 }
 
-export async function doRenameStream(services: Services, realm: Realm, actor: User, stream: Stream, newName: string): Promise<Stream> {
+export async function doRenameStream(services: ActionServices, realm: Realm, actor: User, stream: Stream, newName: string): Promise<Stream> {
   try {
     return await changeStream(
       services,
@@ -457,7 +457,7 @@ export async function doRenameStream(services: Services, realm: Realm, actor: Us
   }
 }
 
-export async function doChangeStreamDescription(services: Services, realm: Realm, actor: User, stream: Stream, description: string): Promise<Stream> {
+export async function doChangeStreamDescription(services: ActionServices, realm: Realm, actor: User, stream: Stream, description: string): Promise<Stream> {
   const rendered = renderStreamDescription(description, realmUrl(services.config, realm));
   return changeStream(
     services,
@@ -475,7 +475,7 @@ export interface StreamPrivacy {
   isWebPublic: boolean;
 }
 
-export async function doChangeStreamPermission(services: Services, realm: Realm, actor: User, stream: Stream, privacy: StreamPrivacy): Promise<Stream> {
+export async function doChangeStreamPermission(services: ActionServices, realm: Realm, actor: User, stream: Stream, privacy: StreamPrivacy): Promise<Stream> {
   const changes = {
     invite_only: privacy.inviteOnly ? 1 : 0,
     history_public_to_subscribers: privacy.historyPublicToSubscribers ? 1 : 0,
@@ -501,7 +501,7 @@ export async function doChangeStreamPermission(services: Services, realm: Realm,
 
 /** Changes one group-valued channel setting to an already validated value. */
 export async function doChangeStreamGroupSetting(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   actor: User,
   stream: Stream,
@@ -530,7 +530,7 @@ export async function doChangeStreamGroupSetting(
   );
 }
 
-export async function doSetStreamTopicsPolicy(services: Services, realm: Realm, actor: User, stream: Stream, policy: string): Promise<Stream> {
+export async function doSetStreamTopicsPolicy(services: ActionServices, realm: Realm, actor: User, stream: Stream, policy: string): Promise<Stream> {
   return changeStream(
     services,
     realm,
@@ -541,7 +541,7 @@ export async function doSetStreamTopicsPolicy(services: Services, realm: Realm, 
   );
 }
 
-export async function doSetStreamMessageRetentionDays(services: Services, realm: Realm, actor: User, stream: Stream, days: number | null): Promise<Stream> {
+export async function doSetStreamMessageRetentionDays(services: ActionServices, realm: Realm, actor: User, stream: Stream, days: number | null): Promise<Stream> {
   return changeStream(
     services,
     realm,
@@ -552,20 +552,20 @@ export async function doSetStreamMessageRetentionDays(services: Services, realm:
   );
 }
 
-async function sendDefaultStreams(services: Services, tx: Tx, realm: Realm, afterCommit: AfterCommit): Promise<void> {
+async function sendDefaultStreams(services: ActionServices, tx: Tx, realm: Realm, afterCommit: AfterCommit): Promise<void> {
   const ids = await fetchDefaultStreamIds(tx, realm.id);
   const audience = (await fetchActiveUserRoles(tx, realm.id)).filter((u) => u.role !== ROLE_GUEST).map((u) => u.id);
   send(services, realm, afterCommit, { type: 'default_streams', default_streams: ids }, audience);
 }
 
-export async function doAddDefaultStream(services: Services, realm: Realm, stream: Stream): Promise<void> {
+export async function doAddDefaultStream(services: ActionServices, realm: Realm, stream: Stream): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await insertDefaultStream(tx, realm.id, stream.id);
     await sendDefaultStreams(services, tx, realm, afterCommit);
   });
 }
 
-export async function doRemoveDefaultStream(services: Services, realm: Realm, stream: Stream): Promise<void> {
+export async function doRemoveDefaultStream(services: ActionServices, realm: Realm, stream: Stream): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await deleteDefaultStream(tx, realm.id, stream.id);
     await sendDefaultStreams(services, tx, realm, afterCommit);
@@ -577,7 +577,7 @@ export async function doRemoveDefaultStream(services: Services, realm: Realm, st
  * subscriptions are kept. Clients that declared the `archived_channels` capability get
  * `stream update is_archived`; the others `stream delete`, as Zulip does since feature level 378.
  */
-export async function doArchiveStream(services: Services, realm: Realm, actor: User, stream: Stream): Promise<void> {
+export async function doArchiveStream(services: ActionServices, realm: Realm, actor: User, stream: Stream): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     const view = await loadRealmView(tx, realm.id);
     const subscribers = await fetchSubscriberIdsByStream(tx, [stream.id]);
@@ -595,7 +595,7 @@ export async function doArchiveStream(services: Services, realm: Realm, actor: U
 }
 
 /** Unarchives a channel: `stream update is_archived` for archived_channels clients, `stream create` for the others. */
-export async function doUnarchiveStream(services: Services, realm: Realm, actor: User, stream: Stream): Promise<void> {
+export async function doUnarchiveStream(services: ActionServices, realm: Realm, actor: User, stream: Stream): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     const view = await loadRealmView(tx, realm.id);
     const subscribers = await fetchSubscriberIdsByStream(tx, [stream.id]);
@@ -614,7 +614,7 @@ export async function doUnarchiveStream(services: Services, realm: Realm, actor:
  * either sends two events, in_home_view first, as Zulip does since feature level 139.
  */
 export async function doChangeSubscriptionProperty(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   user: User,
   stream: Stream,
@@ -658,7 +658,7 @@ export function checkStreamName(name: string): string {
 export const cleanStreamDescription = (description: string): string => description.replace(/\r?\n/g, ' ');
 
 /** The users named by `principals` (IDs or emails), which must exist and be active. */
-export async function resolvePrincipals(services: Services, caller: ChannelCaller, principals: readonly (number | string)[]): Promise<User[]> {
+export async function resolvePrincipals(services: ActionServices, caller: ChannelCaller, principals: readonly (number | string)[]): Promise<User[]> {
   const out = new Map<number, User>();
   const opts = { allowDeactivated: false, allowBots: true, forAdmin: false };
   const ids = principals.filter((x): x is number => typeof x === 'number');
@@ -776,7 +776,7 @@ export interface SubscribeRequest extends CreationOptions {
  * (authorization_errors_fatal=false).
  */
 export async function checkAddSubscriptions(
-  services: Services,
+  services: ActionServices,
   caller: ChannelCaller,
   req: SubscribeRequest,
 ): Promise<{ plan: SubscriptionPlan; unauthorized: string[] }> {
@@ -844,7 +844,7 @@ export async function checkAddSubscriptions(
  * canRemoveSubscribers.
  */
 export async function checkRemoveSubscriptions(
-  services: Services,
+  services: ActionServices,
   caller: ChannelCaller,
   names: readonly string[],
   principals: readonly (number | string)[] | undefined,

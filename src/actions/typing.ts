@@ -1,5 +1,5 @@
 import type { Realm, User } from '../db/tables.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { badRequest } from '../errors.js';
 import { fetchUsersByIds } from '../db/repos/users.js';
 import { fetchFanoutSubscriptions } from '../db/repos/subscriptions.js';
@@ -24,7 +24,7 @@ const person = (u: Pick<User, 'id' | 'email'>): { user_id: number; email: string
  * the recipients; one unknown ID rejects the whole request, since a partial list would
  * name a different conversation.
  */
-export async function checkSendTypingNotification(services: Services, realm: Realm, sender: User, to: number[], op: TypingOp): Promise<void> {
+export async function checkSendTypingNotification(services: ActionServices, realm: Realm, sender: User, to: number[], op: TypingOp): Promise<void> {
   if (to.length === 0) throw badRequest("Empty 'to' list");
   if (!userSettings(sender).send_private_typing_notifications) {
     throw badRequest('User has disabled typing notifications for direct messages');
@@ -40,7 +40,7 @@ export async function checkSendTypingNotification(services: Services, realm: Rea
   doSendTypingNotification(services, realm, sender, recipients, op);
 }
 
-export function doSendTypingNotification(services: Services, realm: Realm, sender: User, recipients: User[], op: TypingOp): void {
+export function doSendTypingNotification(services: ActionServices, realm: Realm, sender: User, recipients: User[], op: TypingOp): void {
   const event = { type: 'typing', op, message_type: 'direct', sender: person(sender), recipients: recipients.map(person) };
   const notify = recipients.filter((u) => u.is_active && userSettings(u).receives_typing_notifications).map((u) => u.id);
   services.events.send(realm.id, event, notify);
@@ -51,7 +51,7 @@ export function doSendTypingNotification(services: Services, realm: Realm, sende
  * the event unless the channel is too large for typing notifications.
  */
 export async function checkSendStreamTypingNotification(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   sender: User,
   streamId: number,
@@ -69,7 +69,7 @@ export async function checkSendStreamTypingNotification(
 }
 
 export async function doSendStreamTypingNotification(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   sender: User,
   streamId: number,

@@ -20,7 +20,7 @@ import { formatAttachment } from '../lib/format/attachments.js';
 import { signObject, unsignObject } from '../lib/signing.js';
 import { newUploadPathId, storedPath, uploadContentType } from '../lib/uploads.js';
 import type { UploadedFile } from '../plugins/body.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { MAX_FILE_UPLOAD_SIZE_MIB } from '../version.js';
 
 type AfterCommit = (cb: () => void) => void;
@@ -40,7 +40,7 @@ export function checkUploadFile(files: readonly UploadedFile[]): UploadedFile {
 }
 
 /** The `attachment` event to an upload's owner, with the realm's new total. */
-async function notifyAttachment(services: Services, tx: Tx, afterCommit: AfterCommit, realm: Realm, ownerId: number, op: 'add' | 'update' | 'remove', row: AttachmentRow): Promise<void> {
+async function notifyAttachment(services: ActionServices, tx: Tx, afterCommit: AfterCommit, realm: Realm, ownerId: number, op: 'add' | 'update' | 'remove', row: AttachmentRow): Promise<void> {
   const used = await fetchUploadSpaceUsed(tx, realm.id);
   const attachment = op === 'remove' ? { id: row.id } : formatAttachment(row, (await fetchAttachmentMessageIds(tx, [row.id])).get(row.id) ?? []);
   afterCommit(() => services.events.send(realm.id, { type: 'attachment', op, attachment, upload_space_used: used }, [ownerId]));
@@ -50,7 +50,7 @@ async function notifyAttachment(services: Services, tx: Tx, afterCommit: AfterCo
  * Stores an upload (bytes in the database, so any process can serve it) and tells the owner's
  * clients. Returns its URL, relative to the organization, and the name it was stored under.
  */
-export async function doUploadFile(services: Services, realm: Realm, owner: User, file: UploadedFile): Promise<{ url: string; filename: string }> {
+export async function doUploadFile(services: ActionServices, realm: Realm, owner: User, file: UploadedFile): Promise<{ url: string; filename: string }> {
   const fileName = file.filename || 'uploaded-file';
   const pathId = newUploadPathId(realm.id, fileName);
   const contentType = uploadContentType(fileName, file.mimeType);
@@ -101,7 +101,7 @@ export async function claimableMessageAttachments(db: Tx, realm: Realm, sender: 
  * message has no links yet, which saves every send a query.
  */
 export async function setMessageAttachments(
-  services: Services,
+  services: ActionServices,
   tx: Tx,
   afterCommit: AfterCommit,
   realm: Realm,
@@ -123,7 +123,7 @@ export async function setMessageAttachments(
 }
 
 /** GET /attachments: the caller's uploads with the messages linking to each, and the realm's total. */
-export async function fetchAttachmentsForUser(services: Services, realm: Realm, user: User): Promise<{ attachments: ReturnType<typeof formatAttachment>[]; upload_space_used: number }> {
+export async function fetchAttachmentsForUser(services: ActionServices, realm: Realm, user: User): Promise<{ attachments: ReturnType<typeof formatAttachment>[]; upload_space_used: number }> {
   const db = services.db.kysely;
   const rows = await fetchUserAttachments(db, user.id);
   const links = await fetchAttachmentMessageIds(db, rows.map((r) => r.id));
@@ -131,14 +131,14 @@ export async function fetchAttachmentsForUser(services: Services, realm: Realm, 
 }
 
 /** Zulip's remove_attachment: only one's own uploads; anything else is "Invalid attachment". */
-export async function checkDeleteAttachment(services: Services, realm: Realm, user: User, id: number): Promise<AttachmentRow> {
+export async function checkDeleteAttachment(services: ActionServices, realm: Realm, user: User, id: number): Promise<AttachmentRow> {
   const row = await fetchAttachmentById(services.db.kysely, realm.id, id);
   if (!row || row.owner_id !== user.id) throw badRequest('Invalid attachment');
   return row;
 }
 
 /** Deletes the upload and its bytes; messages keep their (now broken) links, as in Zulip. */
-export async function doDeleteAttachment(services: Services, realm: Realm, row: AttachmentRow): Promise<void> {
+export async function doDeleteAttachment(services: ActionServices, realm: Realm, row: AttachmentRow): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await deleteAttachmentRow(tx, row.id);
     await deleteStoredFiles(tx, [storedPath.upload(row.path_id)]);
@@ -147,14 +147,14 @@ export async function doDeleteAttachment(services: Services, realm: Realm, row: 
 }
 
 /** A URL that serves the upload without credentials for TEMPORARY_URL_SECONDS (GET /user_uploads/{realm}/{file} in the API). */
-export async function temporaryUploadUrl(services: Services, pathId: string): Promise<string> {
+export async function temporaryUploadUrl(services: ActionServices, pathId: string): Promise<string> {
   const token = await signObject(services.db, 'upload', { p: pathId, e: now() + TEMPORARY_URL_SECONDS });
   const name = pathId.slice(pathId.lastIndexOf('/') + 1);
   return `/user_uploads/temporary/${token}/${encodeURIComponent(name)}`;
 }
 
 /** The path ID a temporary URL grants, or null when it was altered or has expired. */
-export async function pathIdFromTemporaryToken(services: Services, token: string): Promise<string | null> {
+export async function pathIdFromTemporaryToken(services: ActionServices, token: string): Promise<string | null> {
   const v = await unsignObject<{ p: string; e: number }>(services.db, 'upload', token);
   if (!v || typeof v.p !== 'string' || typeof v.e !== 'number' || v.e < now()) return null;
   return v.p;

@@ -27,7 +27,7 @@ import {
 import { formatUserGroup, groupPermissions } from '../lib/format/user_groups.js';
 import { MAX_USER_GROUP_NAME_LENGTH } from '../version.js';
 import { REALM_GROUP_SETTING_NAMES, realmSettings } from '../lib/realm_settings.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 const INVALID_NAME_PREFIXES = ['@', 'role:', 'user:', 'stream:', 'channel:'];
 
@@ -97,7 +97,7 @@ export interface CreateUserGroupInput {
  * Creates a group. Preconditions (checkCreateUserGroup): the caller may create groups, the
  * name is valid and free, members, subgroups and setting values are valid.
  */
-export async function doCreateUserGroup(services: Services, realm: Realm, actor: User, input: CreateUserGroupInput): Promise<number> {
+export async function doCreateUserGroup(services: ActionServices, realm: Realm, actor: User, input: CreateUserGroupInput): Promise<number> {
   return transaction(services.db, async (tx, afterCommit) => {
     const m = await loadGroupMembership(tx, realm.id);
     const permissions: Record<string, GroupSettingValue> = {};
@@ -130,7 +130,7 @@ export async function doCreateUserGroup(services: Services, realm: Realm, actor:
 }
 
 export async function checkCreateUserGroup(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   input: CreateUserGroupInput,
 ): Promise<CreateUserGroupInput> {
@@ -159,7 +159,7 @@ export interface UpdateUserGroupInput {
  * changes that would alter it (a setting whose `new` equals its current value is skipped).
  */
 export async function checkUpdateUserGroup(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   group: UserGroup,
   m: GroupMembership,
@@ -183,7 +183,7 @@ export async function checkUpdateUserGroup(
 
 /** Applies checked changes; sends one `update` event per changed property, as Zulip does. */
 export async function doUpdateUserGroup(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   actor: User,
   group: UserGroup,
@@ -241,7 +241,7 @@ function usesGroup(value: GroupSettingValue | undefined, groupId: number): boole
 }
 
 /** Zulip refuses to deactivate a group still used as a subgroup or by any permission setting. */
-export async function checkDeactivateUserGroup(services: Services, realm: Realm, group: UserGroup, m: GroupMembership): Promise<void> {
+export async function checkDeactivateUserGroup(services: ActionServices, realm: Realm, group: UserGroup, m: GroupMembership): Promise<void> {
   const db = services.db.kysely;
   const objections: Record<string, unknown>[] = [];
   const supergroups = [...m.byId.values()]
@@ -268,7 +268,7 @@ export async function checkDeactivateUserGroup(services: Services, realm: Realm,
   }
 }
 
-export async function doDeactivateUserGroup(services: Services, realm: Realm, actor: User, group: UserGroup): Promise<void> {
+export async function doDeactivateUserGroup(services: ActionServices, realm: Realm, actor: User, group: UserGroup): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await updateUserGroupRow(tx, group.id, { deactivated: 1 });
     await audit(tx, realm, actor, group.id, 'user_group_deactivated', {});
@@ -291,7 +291,7 @@ export type MembershipChange =
   | { op: 'add_subgroups' | 'remove_subgroups'; groupIds: number[] };
 
 /** Adds or removes direct members or subgroups (already checked) and announces it to the realm. */
-export async function doChangeGroupMembership(services: Services, realm: Realm, actor: User, group: UserGroup, change: MembershipChange): Promise<void> {
+export async function doChangeGroupMembership(services: ActionServices, realm: Realm, actor: User, group: UserGroup, change: MembershipChange): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     let event: Record<string, unknown> & { type: string };
     switch (change.op) {

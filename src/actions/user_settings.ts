@@ -12,7 +12,7 @@ import {
   type UserSettingName,
 } from '../lib/user_settings.js';
 import type { ZulipEvent } from '../events/bus.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { syncEmailVisibility } from './users.js';
 
 export interface UserSettingsChange {
@@ -42,7 +42,7 @@ export function isValidTimezone(name: string): boolean {
  * Returns the names of the settings that changed.
  */
 export async function doChangeUserSettings(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   user: User,
   change: UserSettingsChange,

@@ -7,7 +7,7 @@ import type { ZulipEvent } from '../events/bus.js';
 import { userIdsWhoCanAccess } from '../lib/access/users.js';
 import { checkEmojiRequest, emojiDataForName } from '../lib/emoji.js';
 import { codePointLength } from '../lib/topics.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 import { doChangeUserSettings } from './user_settings.js';
 
 /** Zulip's UserStatus.MAX_STATUS_TEXT_LENGTH. */
@@ -28,7 +28,7 @@ export interface PreparedStatus {
   emoji?: { name: string; code: string; type: string };
 }
 
-export async function checkUpdateUserStatus(services: Services, realm: Realm, req: StatusRequest): Promise<PreparedStatus> {
+export async function checkUpdateUserStatus(services: ActionServices, realm: Realm, req: StatusRequest): Promise<PreparedStatus> {
   const statusText = req.statusText?.trim();
   if (statusText !== undefined && codePointLength(statusText) > MAX_STATUS_TEXT_LENGTH) {
     throw badRequest(`status_text is too long (limit: ${MAX_STATUS_TEXT_LENGTH} characters)`);
@@ -59,7 +59,7 @@ export async function checkUpdateUserStatus(services: Services, realm: Realm, re
  * row keeps the parts not given. Everyone who can see the user gets a `user_status` event
  * carrying the parts that were given.
  */
-export async function doUpdateUserStatus(services: Services, realm: Realm, user: User, s: PreparedStatus): Promise<void> {
+export async function doUpdateUserStatus(services: ActionServices, realm: Realm, user: User, s: PreparedStatus): Promise<void> {
   if (s.away !== undefined) await doChangeUserSettings(services, realm, user, { settings: { presence_enabled: !s.away } }, user);
   await transaction(services.db, async (tx, afterCommit) => {
     const current = await fetchUserStatus(tx, user.id);

@@ -6,7 +6,7 @@ import {
   upsertUserTopic,
 } from '../db/repos/user_topics.js';
 import { topicKey, VISIBILITY_INHERIT } from '../lib/topics.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 export interface TopicTarget {
   realmId: number;
@@ -27,7 +27,7 @@ export async function mutedTopicsTriples(db: Tx, userId: number): Promise<[strin
  * row. Returns the users whose policy changed.
  */
 export async function setUserTopicPolicies(
-  services: Services,
+  services: ActionServices,
   tx: Tx,
   afterCommit: (cb: () => void) => void,
   target: TopicTarget,
@@ -71,6 +71,6 @@ export async function setUserTopicPolicies(
 }
 
 /** One user's topic preference (POST /user_topics, the muted_topics endpoint). Preconditions: the caller may access the channel. */
-export async function doSetUserTopicVisibilityPolicy(services: Services, target: TopicTarget, userId: number, policy: number): Promise<void> {
+export async function doSetUserTopicVisibilityPolicy(services: ActionServices, target: TopicTarget, userId: number, policy: number): Promise<void> {
   await transaction(services.db, (tx, afterCommit) => setUserTopicPolicies(services, tx, afterCommit, target, [userId], policy));
 }

@@ -36,7 +36,7 @@ import { checkProfileFieldValue, isRenderable, renderProfileValue } from '../lib
 import { emailAllowedForRealm } from './realm_domains.js';
 import { subscribeNewUserToDefaultStreams } from './streams.js';
 import { realmUrl } from '../lib/urls.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 type AfterCommit = (cb: () => void) => void;
 
@@ -71,7 +71,7 @@ export async function addToRoleSystemGroups(tx: Tx, realmId: number, userId: num
   for (const n of roleGroupNames(role)) await insertGroupMembers(tx, byName.get(n)!, [userId]);
 }
 
-function sendAfterCommit(services: Services, afterCommit: AfterCommit, realm: Realm, event: Record<string, unknown> & { type: string }, users: number[]): void {
+function sendAfterCommit(services: ActionServices, afterCommit: AfterCommit, realm: Realm, event: Record<string, unknown> & { type: string }, users: number[]): void {
   afterCommit(() => services.events.send(realm.id, event, users));
 }
 
@@ -84,7 +84,7 @@ function realmUserUpdate(person: Record<string, unknown>): { type: string; op: s
  * recipient may see the real email; guests who may not see the user at all get the "Unknown
  * user" placeholder, and only if their client did not declare user_list_incomplete.
  */
-async function notifyCreatedUser(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, user: User): Promise<void> {
+async function notifyCreatedUser(tx: Tx, services: ActionServices, afterCommit: AfterCommit, realm: Realm, user: User): Promise<void> {
   const active = await fetchActiveUserRoles(tx, realm.id);
   const withAccess = new Set(await userIdsWhoCanAccess(tx, realm, user));
   const seeing: number[] = [];
@@ -113,7 +113,7 @@ async function notifyCreatedUser(tx: Tx, services: Services, afterCommit: AfterC
 }
 
 /** user_group add_members / remove_members for the system groups a role change touches. */
-async function notifyGroupMembership(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, op: 'add_members' | 'remove_members', groupIds: number[], userId: number): Promise<void> {
+async function notifyGroupMembership(tx: Tx, services: ActionServices, afterCommit: AfterCommit, realm: Realm, op: 'add_members' | 'remove_members', groupIds: number[], userId: number): Promise<void> {
   if (groupIds.length === 0) return;
   const everyone = (await fetchActiveUserRoles(tx, realm.id)).map((u) => u.id);
   for (const groupId of groupIds) {
@@ -126,7 +126,7 @@ async function notifyGroupMembership(tx: Tx, services: Services, afterCommit: Af
  * in the realm, the role is one of ROLES. Announces the user with realm_user add and
  * subscribes people to the realm's default channels.
  */
-export async function doCreateUser(services: Services, realm: Realm, opts: CreateUserOptions): Promise<User> {
+export async function doCreateUser(services: ActionServices, realm: Realm, opts: CreateUserOptions): Promise<User> {
   const passwordHash = opts.password ? await hashPassword(opts.password) : null;
   const role = opts.role ?? ROLE_MEMBER;
   return transaction(services.db, async (tx, afterCommit) => {
@@ -177,7 +177,7 @@ export async function doCreateUser(services: Services, realm: Realm, opts: Creat
  * public channels' subscribers are visible to every member and to subscribed guests, private
  * ones to their subscribers and administrators.
  */
-async function notifyPeerSubscriptions(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, user: User, op: 'peer_add' | 'peer_remove'): Promise<void> {
+async function notifyPeerSubscriptions(tx: Tx, services: ActionServices, afterCommit: AfterCommit, realm: Realm, user: User, op: 'peer_add' | 'peer_remove'): Promise<void> {
   const streams = await fetchSubscribedStreams(tx, user.id);
   if (streams.length === 0) return;
   const active = await fetchActiveUserRoles(tx, realm.id);
@@ -192,7 +192,7 @@ async function notifyPeerSubscriptions(tx: Tx, services: Services, afterCommit: 
   }
 }
 
-async function deactivateOne(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, user: User, actingUser: User | null): Promise<void> {
+async function deactivateOne(tx: Tx, services: ActionServices, afterCommit: AfterCommit, realm: Realm, user: User, actingUser: User | null): Promise<void> {
   await updateUserRow(tx, user.id, { is_active: 0 });
   await deleteUserSessions(tx, user.id);
   await insertAuditLog(tx, { realm_id: realm.id, acting_user_id: actingUser?.id ?? null, modified_user_id: user.id, event_type: 'user_deactivated', event_time: now() });
@@ -206,7 +206,7 @@ async function deactivateOne(tx: Tx, services: Services, afterCommit: AfterCommi
  * Deactivates an account, and first every bot it owns (as Zulip does). Its API key and
  * sessions stop working at once because authentication checks is_active.
  */
-export async function doDeactivateUser(services: Services, realm: Realm, target: User, actingUser: User | null): Promise<void> {
+export async function doDeactivateUser(services: ActionServices, realm: Realm, target: User, actingUser: User | null): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     const bots = target.is_bot ? [] : await fetchActiveBotsOwnedBy(tx, realm.id, target.id);
     for (const bot of bots) await deactivateOne(tx, services, afterCommit, realm, bot, actingUser);
@@ -214,7 +214,7 @@ export async function doDeactivateUser(services: Services, realm: Realm, target:
   });
 }
 
-export async function doReactivateUser(services: Services, realm: Realm, target: User, actingUser: User | null): Promise<void> {
+export async function doReactivateUser(services: ActionServices, realm: Realm, target: User, actingUser: User | null): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     await updateUserRow(tx, target.id, { is_active: 1 });
     await insertAuditLog(tx, { realm_id: realm.id, acting_user_id: actingUser?.id ?? null, modified_user_id: target.id, event_type: 'user_reactivated', event_time: now() });
@@ -230,7 +230,7 @@ export async function doReactivateUser(services: Services, realm: Realm, target:
  * differs between `before` and `after` (a change of the user's visibility setting).
  */
 async function notifyDeliveryEmailAccess(
-  services: Services,
+  services: ActionServices,
   afterCommit: AfterCommit,
   realm: Realm,
   viewers: ReadonlyMap<number, { id: number; role: number }>,
@@ -251,7 +251,7 @@ async function notifyDeliveryEmailAccess(
   if (lost.length) sendAfterCommit(services, afterCommit, realm, realmUserUpdate({ user_id: after.id, delivery_email: null }), lost);
 }
 
-async function storeApiEmail(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, user: User, accessors?: AccessorIndex): Promise<User> {
+async function storeApiEmail(tx: Tx, services: ActionServices, afterCommit: AfterCommit, realm: Realm, user: User, accessors?: AccessorIndex): Promise<User> {
   const email = apiEmailFor(services.config, realm, user);
   if (email === user.email) return user;
   await updateUserRow(tx, user.id, { email, email_lc: email.toLowerCase() });
@@ -270,7 +270,7 @@ async function storeApiEmail(tx: Tx, services: Services, afterCommit: AfterCommi
  * setting, or several users' at once), passing the rows as they were before the change.
  */
 export async function syncEmailVisibility(
-  services: Services,
+  services: ActionServices,
   tx: Tx,
   afterCommit: AfterCommit,
   realm: Realm,
@@ -293,7 +293,7 @@ export interface ProfileDataChange {
 }
 
 /** Writes custom profile values that changed and announces each to everyone who can see the user. */
-async function applyProfileData(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, target: User, change: ProfileDataChange): Promise<void> {
+async function applyProfileData(tx: Tx, services: ActionServices, afterCommit: AfterCommit, realm: Realm, target: User, change: ProfileDataChange): Promise<void> {
   const recipients = await userIdsWhoCanAccess(tx, realm, target);
   for (const { field, value } of change.set) {
     const existing = await fetchCustomProfileValue(tx, target.id, field.id);
@@ -311,11 +311,11 @@ async function applyProfileData(tx: Tx, services: Services, afterCommit: AfterCo
   }
 }
 
-export async function doUpdateProfileData(services: Services, realm: Realm, target: User, change: ProfileDataChange): Promise<void> {
+export async function doUpdateProfileData(services: ActionServices, realm: Realm, target: User, change: ProfileDataChange): Promise<void> {
   await transaction(services.db, (tx, afterCommit) => applyProfileData(tx, services, afterCommit, realm, target, change));
 }
 
-async function changeRole(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, target: User, role: number, actingUser: User | null): Promise<User> {
+async function changeRole(tx: Tx, services: ActionServices, afterCommit: AfterCommit, realm: Realm, target: User, role: number, actingUser: User | null): Promise<User> {
   await updateUserRow(tx, target.id, { role });
   const groups = await systemGroupIds(tx, realm.id);
   const oldNames = roleGroupNames(target.role);
@@ -350,12 +350,12 @@ async function changeRole(tx: Tx, services: Services, afterCommit: AfterCommit, 
   return updated;
 }
 
-export async function doChangeUserRole(services: Services, realm: Realm, target: User, role: number, actingUser: User | null): Promise<void> {
+export async function doChangeUserRole(services: ActionServices, realm: Realm, target: User, role: number, actingUser: User | null): Promise<void> {
   if (target.role === role) return;
   await transaction(services.db, (tx, afterCommit) => changeRole(tx, services, afterCommit, realm, target, role, actingUser));
 }
 
-async function changeFullName(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, target: User, fullName: string, actingUser: User | null): Promise<User> {
+async function changeFullName(tx: Tx, services: ActionServices, afterCommit: AfterCommit, realm: Realm, target: User, fullName: string, actingUser: User | null): Promise<User> {
   await updateUserRow(tx, target.id, { full_name: fullName });
   await insertAuditLog(tx, {
     realm_id: realm.id,
@@ -369,12 +369,12 @@ async function changeFullName(tx: Tx, services: Services, afterCommit: AfterComm
   return { ...target, full_name: fullName };
 }
 
-export async function doChangeFullName(services: Services, realm: Realm, target: User, fullName: string, actingUser: User | null): Promise<void> {
+export async function doChangeFullName(services: ActionServices, realm: Realm, target: User, fullName: string, actingUser: User | null): Promise<void> {
   if (target.full_name === fullName) return;
   await transaction(services.db, (tx, afterCommit) => changeFullName(tx, services, afterCommit, realm, target, fullName, actingUser));
 }
 
-async function changeDeliveryEmail(tx: Tx, services: Services, afterCommit: AfterCommit, realm: Realm, target: User, newEmail: string, actingUser: User | null): Promise<User> {
+async function changeDeliveryEmail(tx: Tx, services: ActionServices, afterCommit: AfterCommit, realm: Realm, target: User, newEmail: string, actingUser: User | null): Promise<User> {
   await updateUserRow(tx, target.id, { delivery_email: newEmail });
   await insertAuditLog(tx, {
     realm_id: realm.id,
@@ -393,7 +393,7 @@ async function changeDeliveryEmail(tx: Tx, services: Services, afterCommit: Afte
 }
 
 /** Changes a user's real email (and their API email when everyone may see it). */
-export async function doChangeUserDeliveryEmail(services: Services, realm: Realm, target: User, newEmail: string, actingUser: User | null): Promise<void> {
+export async function doChangeUserDeliveryEmail(services: ActionServices, realm: Realm, target: User, newEmail: string, actingUser: User | null): Promise<void> {
   await transaction(services.db, (tx, afterCommit) => changeDeliveryEmail(tx, services, afterCommit, realm, target, newEmail, actingUser));
 }
 
@@ -408,7 +408,7 @@ export interface UserUpdate {
  * PATCH /users/{user_id}: every change in one transaction, after checkUpdateUser-style
  * validation by the caller, so a refused part leaves nothing half-applied.
  */
-export async function doUpdateUser(services: Services, realm: Realm, target: User, update: UserUpdate, actingUser: User): Promise<void> {
+export async function doUpdateUser(services: ActionServices, realm: Realm, target: User, update: UserUpdate, actingUser: User): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     let user = target;
     if (update.role !== undefined && update.role !== user.role) user = await changeRole(tx, services, afterCommit, realm, user, update.role, actingUser);
@@ -419,7 +419,7 @@ export async function doUpdateUser(services: Services, realm: Realm, target: Use
 }
 
 /** A new API key that works at once; the old one stops working at once. */
-export async function doRegenerateApiKey(services: Services, realm: Realm, user: User): Promise<string> {
+export async function doRegenerateApiKey(services: ActionServices, realm: Realm, user: User): Promise<string> {
   const apiKey = generateApiKey();
   await transaction(services.db, async (tx) => {
     await updateUserRow(tx, user.id, { api_key: apiKey });
@@ -428,7 +428,7 @@ export async function doRegenerateApiKey(services: Services, realm: Realm, user:
   return apiKey;
 }
 
-export async function doChangePassword(services: Services, realm: Realm, user: User, password: string): Promise<void> {
+export async function doChangePassword(services: ActionServices, realm: Realm, user: User, password: string): Promise<void> {
   const hash = await hashPassword(password);
   await transaction(services.db, async (tx) => {
     await updateUserRow(tx, user.id, { password_hash: hash });
@@ -440,7 +440,7 @@ export async function doChangePassword(services: Services, realm: Realm, user: U
 export const SPECIAL_PERMISSIONS = ['can_change_user_emails', 'can_create_users', 'can_forge_sender'] as const;
 export type SpecialPermission = (typeof SPECIAL_PERMISSIONS)[number];
 
-export async function doSetSpecialPermission(services: Services, realm: Realm, user: User, permission: SpecialPermission, value: boolean): Promise<void> {
+export async function doSetSpecialPermission(services: ActionServices, realm: Realm, user: User, permission: SpecialPermission, value: boolean): Promise<void> {
   await transaction(services.db, async (tx) => {
     await updateUserRow(tx, user.id, { [permission]: value ? 1 : 0 });
     await insertAuditLog(tx, {
@@ -508,7 +508,7 @@ export function isStrongEnoughPassword(password: string): boolean {
 
 /** POST /users (Zulip's create_user_backend): the caller is an administrator already. */
 export async function checkCreateUser(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   caller: User,
   input: { email: string; password: string; fullName: string },

@@ -6,7 +6,7 @@ import { deleteExternalToken, fetchExternalToken, upsertExternalToken } from '..
 import { completePath, type OAuthCallProvider, type StoredToken } from '../lib/video_calls/provider.js';
 import { signObject, unsignObject } from '../lib/signing.js';
 import { realmSettings } from '../lib/realm_settings.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 const OUTGOING_TIMEOUT_MS = 5000;
 const STATE_LIFETIME_SECONDS = 3600;
@@ -22,7 +22,7 @@ export function checkProviderConfigured(p: OAuthCallProvider): void {
  * Stores or clears a user's provider token and tells the user's clients, under Zulip's event
  * name (`has_webex_token`) and our spec's (`has_vidcall_token`).
  */
-export async function doSetVideoCallToken(services: Services, realm: Realm, user: User, p: OAuthCallProvider, token: StoredToken | null): Promise<void> {
+export async function doSetVideoCallToken(services: ActionServices, realm: Realm, user: User, p: OAuthCallProvider, token: StoredToken | null): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
     if (token) await upsertExternalToken(tx, { user_id: user.id, provider: p.tokenKey, token: JSON.stringify(token), date_created: now() });
     else await deleteExternalToken(tx, user.id, p.tokenKey);
@@ -40,7 +40,7 @@ interface OAuthState {
 }
 
 /** The provider's authorization URL for this user, with a signed state binding the answer to them. */
-export async function startOAuth(services: Services, realm: Realm, user: User, p: OAuthCallProvider): Promise<string> {
+export async function startOAuth(services: ActionServices, realm: Realm, user: User, p: OAuthCallProvider): Promise<string> {
   checkProviderConfigured(p);
   const state = await signObject(services.db, 'vidcall-oauth', { realm: realm.string_id, user_id: user.id, expires: now() + STATE_LIFETIME_SECONDS } satisfies OAuthState);
   const url = new URL(p.authorizeUrl);
@@ -52,7 +52,7 @@ export async function startOAuth(services: Services, realm: Realm, user: User, p
   return url.toString();
 }
 
-export async function checkOAuthState(services: Services, p: OAuthCallProvider, state: string): Promise<OAuthState> {
+export async function checkOAuthState(services: ActionServices, p: OAuthCallProvider, state: string): Promise<OAuthState> {
   const value = await unsignObject<OAuthState>(services.db, 'vidcall-oauth', state);
   if (!value || typeof value.user_id !== 'number' || value.expires < now()) {
     throw badRequest(`Invalid ${p.name} session identifier`);
@@ -80,7 +80,7 @@ function parseTokenResponse(body: unknown): StoredToken | null {
 }
 
 /** Exchanges the authorization code for a token and stores it (the OAuth callback). */
-export async function completeOAuth(services: Services, realm: Realm, user: User, p: OAuthCallProvider, code: string): Promise<void> {
+export async function completeOAuth(services: ActionServices, realm: Realm, user: User, p: OAuthCallProvider, code: string): Promise<void> {
   checkProviderConfigured(p);
   let token: StoredToken | null = null;
   try {
@@ -121,7 +121,7 @@ async function refresh(p: OAuthCallProvider, token: StoredToken): Promise<Stored
  * Creates a meeting with the user's token, refreshing it when expired. A token the provider
  * rejects is forgotten (clients then see has_vidcall_token false and restart the OAuth flow).
  */
-export async function createOAuthMeeting(services: Services, realm: Realm, user: User, p: OAuthCallProvider): Promise<string> {
+export async function createOAuthMeeting(services: ActionServices, realm: Realm, user: User, p: OAuthCallProvider): Promise<string> {
   checkProviderConfigured(p);
   const stored = await fetchExternalToken(services.db.kysely, user.id, p.tokenKey);
   if (!stored) throw invalidToken(p);
@@ -172,7 +172,7 @@ interface BigBlueButtonLink {
 }
 
 /** A join link whose meeting details are signed, so a user cannot edit it to enter another meeting. */
-export async function createBigBlueButtonLink(services: Services, user: User, meetingName: string, voiceOnly: boolean): Promise<string> {
+export async function createBigBlueButtonLink(services: ActionServices, user: User, meetingName: string, voiceOnly: boolean): Promise<string> {
   const id = `zulip-${100000000000 + (randomBytes(6).readUIntBE(0, 6) % 900000000000)}`;
   const signed = await signObject(services.db, 'bigbluebutton', {
     meeting_id: id,
@@ -195,7 +195,7 @@ function xmlText(xml: string, tag: string): string | null {
 }
 
 /** Creates (or re-creates) the meeting on the BigBlueButton server and returns the user's join URL. */
-export async function joinBigBlueButton(services: Services, user: User, signed: string): Promise<string> {
+export async function joinBigBlueButton(services: ActionServices, user: User, signed: string): Promise<string> {
   const { url, secret } = services.config.bigBlueButton;
   if (!url || !secret) throw badRequest('BigBlueButton is not configured.');
   const data = await unsignObject<BigBlueButtonLink>(services.db, 'bigbluebutton', signed);
@@ -224,7 +224,7 @@ export async function joinBigBlueButton(services: Services, user: User, signed: 
 }
 
 /** A Jitsi meeting link under the realm's Jitsi server (or the server default). */
-export function createJitsiLink(services: Services, realm: Realm): string {
+export function createJitsiLink(services: ActionServices, realm: Realm): string {
   const configured = realmSettings(realm).jitsi_server_url;
   const base = (configured || services.config.jitsiServerUrl).replace(/\/+$/, '');
   return `${base}/${randomBytes(8).toString('hex')}`;

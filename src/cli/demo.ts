@@ -5,7 +5,7 @@ import { checkAddSubscriptions, doAddSubscriptions } from '../actions/streams.js
 import { checkSendMessage, doSendMessage } from '../actions/messages.js';
 import { ChannelCaller } from '../lib/access/streams.js';
 import { ROLE_ADMINISTRATOR, ROLE_GUEST, ROLE_MEMBER, ROLE_MODERATOR, ROLE_OWNER } from '../lib/roles.js';
-import type { Services } from '../services.js';
+import type { ActionServices } from '../services.js';
 
 const PEOPLE = [
   { key: 'iago', fullName: 'Iago', role: ROLE_ADMINISTRATOR },
@@ -55,7 +55,7 @@ export interface DemoResult {
  * so every row is consistent and every event is sent. Running it again reuses the users and
  * channels and adds the messages once more.
  */
-export async function runDemo(services: Services, realm: Realm, opts: { domain: string; password: string }): Promise<DemoResult> {
+export async function runDemo(services: ActionServices, realm: Realm, opts: { domain: string; password: string }): Promise<DemoResult> {
   const db = services.db.kysely;
   const owner = (await fetchRealmUsers(db, realm.id)).find((u) => u.role === ROLE_OWNER && !u.is_bot && u.is_active);
   if (!owner) throw new Error('The organization has no active owner');

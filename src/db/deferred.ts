@@ -13,11 +13,15 @@ const FLUSH_DELAY_MS = 50;
  * query is prepared, calls `flushAll()` before any statement that names the target table
  * (each subclass's `TABLE`), so readers and writers always see it complete. The pending rows commit with the
  * writes that caused them, so a crash loses nothing: the next connection finishes the work.
- * A background timer does it in slices of `sliceRows`, with the event loop free between them.
+ * A background timer does it in slices of `sliceRows`, with the event loop free between them;
+ * a one-shot process (the CLI: `background` false) starts none, and does the work it left
+ * itself when it closes.
  */
 export abstract class DeferredWork {
   /** False only when this process knows nothing is pending. */
   private mayHavePending = false;
+  /** This process left work pending. */
+  private left = false;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
@@ -25,6 +29,7 @@ export abstract class DeferredWork {
     protected readonly sqlite: SQLite.Database,
     protected readonly cache: ReadCache,
     private readonly sliceRows: number,
+    private readonly background: boolean,
   ) {}
 
   /** Whether a statement touching the target table must first flush. */
@@ -35,12 +40,13 @@ export abstract class DeferredWork {
   /** Work is being left in the open transaction: statements touching the target flush from now on. */
   protected markPending(): void {
     this.mayHavePending = true;
+    this.left = true;
   }
 
   /** Does the pending work soon, in the background, in slices. */
   schedule(delayMs = FLUSH_DELAY_MS): void {
-    if (this.timer || this.closed) return;
-    this.timer = setTimeout(() => this.background(), delayMs);
+    if (this.timer || this.closed || !this.background) return;
+    this.timer = setTimeout(() => this.runSlice(), delayMs);
   }
 
   /** Another connection may have left work (data_version moved, or at open). */
@@ -66,7 +72,8 @@ export abstract class DeferredWork {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    if (this.mayHavePending) this.flushAll();
+    // Without background work, what other processes left is theirs to finish.
+    if (this.mayHavePending && (this.background || this.left)) this.flushAll();
   }
 
   private drain(limit: number, own: boolean): boolean {
@@ -77,7 +84,7 @@ export abstract class DeferredWork {
     return more;
   }
 
-  private background(): void {
+  private runSlice(): void {
     this.timer = null;
     if (this.closed || !this.mayHavePending || !this.sqlite.open) return;
     // A transaction of the request path is open (between two of its awaits): not ours to join.
@@ -89,7 +96,7 @@ export abstract class DeferredWork {
       // Another process holds the write lock for longer than busy_timeout: try again later.
       return this.schedule(FLUSH_DELAY_MS * 4);
     }
-    if (more) this.timer = setTimeout(() => this.background(), 0);
+    if (more) this.timer = setTimeout(() => this.runSlice(), 0);
   }
 
   /**

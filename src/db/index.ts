@@ -41,7 +41,15 @@ export function parseDatabaseUrl(url: string): { dialect: Dialect; target: strin
   throw new Error(`DATABASE_URL must be sqlite:PATH or postgres://...; got ${url}`);
 }
 
-export function openDatabase(url: string): Database {
+export interface OpenOptions {
+  /**
+   * False for a one-shot process (the CLI): no checkpoint thread (SQLite checkpoints inside
+   * commits, as by default) and no background slices of deferred work (db/deferred.ts).
+   */
+  background?: boolean;
+}
+
+export function openDatabase(url: string, { background = true }: OpenOptions = {}): Database {
   const { dialect, target } = parseDatabaseUrl(url);
   if (dialect === 'sqlite') {
     if (target !== ':memory:') mkdirSync(dirname(target), { recursive: true });
@@ -75,7 +83,7 @@ export function openDatabase(url: string): Database {
       }
     };
     let stopCheckpoints: (() => Promise<void>) | null = null;
-    if (target !== ':memory:' && target !== '') {
+    if (background && target !== ':memory:' && target !== '') {
       sqlite.pragma('wal_autocheckpoint = 0');
       stopCheckpoints = startCheckpointer(target, () => sqlite.pragma('wal_autocheckpoint = 1000'));
     }
@@ -90,8 +98,8 @@ export function openDatabase(url: string): Database {
       searchIndex: null,
       migrated: () => {
         if (!hasTable('user_messages_pending')) return;
-        db.receipts ??= new DeferredReceipts(sqlite, cache);
-        if (hasTable('messages_fts_pending')) db.searchIndex ??= new DeferredSearchIndex(sqlite, cache);
+        db.receipts ??= new DeferredReceipts(sqlite, cache, background);
+        if (hasTable('messages_fts_pending')) db.searchIndex ??= new DeferredSearchIndex(sqlite, cache, background);
       },
       close: async () => {
         db.receipts?.close();

@@ -36,8 +36,8 @@ export class DeferredReceipts extends DeferredWork {
   private readonly keep: SQLite.Statement;
 
   /** Call once the schema is migrated (the statements need the tables). */
-  constructor(sqlite: SQLite.Database, cache: ReadCache) {
-    super(sqlite, cache, SLICE_ROWS);
+  constructor(sqlite: SQLite.Database, cache: ReadCache, background = true) {
+    super(sqlite, cache, SLICE_ROWS, background);
     const tuple = '(?, ?, ?)';
     const insert = 'INSERT OR IGNORE INTO user_messages (user_id, message_id, flags) VALUES ';
     this.insertMany = sqlite.prepare(insert + Array(INSERT_ROWS).fill(tuple).join(', '));

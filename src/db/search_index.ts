@@ -26,8 +26,8 @@ export class DeferredSearchIndex extends DeferredWork {
   private readonly done: SQLite.Statement;
 
   /** Call once the schema is migrated (the statements need the tables). */
-  constructor(sqlite: SQLite.Database, cache: ReadCache) {
-    super(sqlite, cache, SLICE_ROWS);
+  constructor(sqlite: SQLite.Database, cache: ReadCache, background = true) {
+    super(sqlite, cache, SLICE_ROWS, background);
     // The oldest `limit` pending messages (LIMIT -1: all of them), then the same ids dropped.
     this.index = sqlite.prepare(
       `INSERT INTO messages_fts (rowid, content, topic)

@@ -32,10 +32,15 @@ export abstract class QueueManager {
   private gcTimer: NodeJS.Timeout | null = null;
   protected closing = false;
 
+  /**
+   * `databaseId` is the identity of the database the queues belong to (db/identity.ts): saved
+   * or shared queues are only ever restored into that database.
+   */
   constructor(
     protected readonly config: Config,
     protected readonly bus: EventBus,
     protected readonly log: FastifyBaseLogger,
+    protected readonly databaseId: string,
   ) {
     this.dispatcher = new Dispatcher(this.local, log);
   }

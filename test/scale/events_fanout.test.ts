@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
@@ -71,7 +72,7 @@ function messageEvent(id: number) {
 
 test('one message to 10,000 held polls', async () => {
   const bus = new EventBus();
-  const manager = new MemoryQueueManager({ ...config, dataDir: '/nonexistent-parley-scale' }, bus, pino({ level: 'silent' }));
+  const manager = new MemoryQueueManager({ ...config, dataDir: '/nonexistent-parley-scale' }, bus, pino({ level: 'silent' }), randomUUID());
   // Not started: nothing to restore or persist; subscribe the dispatcher directly.
   bus.subscribe((env) => (manager as unknown as { dispatcher: { dispatch(e: typeof env): void } }).dispatcher.dispatch(env));
   const n = 10_000;

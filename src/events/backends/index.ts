@@ -6,6 +6,6 @@ import { MemoryQueueManager } from './memory.js';
 import { RedisQueueManager } from './redis.js';
 
 /** In-memory queues for the embedded mode; Redis-shared queues when REDIS_URL is set. */
-export function createQueueManager(config: Config, bus: EventBus, log: FastifyBaseLogger): QueueManager {
-  return config.redisUrl ? new RedisQueueManager(config, bus, log) : new MemoryQueueManager(config, bus, log);
+export function createQueueManager(config: Config, bus: EventBus, log: FastifyBaseLogger, databaseId: string): QueueManager {
+  return config.redisUrl ? new RedisQueueManager(config, bus, log, databaseId) : new MemoryQueueManager(config, bus, log, databaseId);
 }

@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.js';
 import { lazyRequire } from '../../lib/lazy.js';
+import { redisNamespace } from '../../db/identity.js';
 import { JsonableError, type ErrorCode } from '../../errors.js';
+import type { EventBus } from '../bus.js';
 import { BadEventQueueIdError, EventQueue, type QueueSnapshot } from '../queue.js';
 import { QueueManager, type Cancel, type PollRequest, type Respond } from '../queue_manager.js';
 import { decodeEnvelope, encodeEnvelope } from './wire.js';
@@ -11,6 +15,8 @@ const ioredis = lazyRequire<typeof import('ioredis')>('ioredis');
 /**
  * Scaled-out mode: several server processes share event queues through Redis.
  *
+ * - Every key and channel is under PARLEY_REDIS_PREFIX and the database's identity
+ *   (db/identity.ts): processes on another database share neither the log nor the queues.
  * - Every published event is appended once to one Redis stream (the log); every process
  *   reads the log and delivers each entry to the queues it owns, exactly like the embedded
  *   mode. The hot path costs one XADD per event, whatever the number of queues.
@@ -99,15 +105,65 @@ redis.call('HDEL', KEYS[1], 's')
 return {1, s}
 `;
 
+/** The shared event log: a Redis stream under a database's namespace. */
+function eventLogKey(config: Config, databaseId: string): string {
+  return `${redisNamespace(config.events.redisPrefix, databaseId)}log`;
+}
+
+/**
+ * Appends every event sent on `bus` to the shared log, from which every server process
+ * delivers it to the queues it owns. Returns a function that stops and waits for the appends
+ * still in flight.
+ */
+function publishToEventLog(redis: Redis, key: string, config: Config, bus: EventBus, log: FastifyBaseLogger): () => Promise<void> {
+  const inFlight = new Set<Promise<unknown>>();
+  const unsubscribe = bus.subscribe((envelope) => {
+    const append = redis
+      .xadd(key, 'MAXLEN', '~', String(config.events.redisLogLength), '*', 'd', encodeEnvelope(envelope))
+      .catch((e: unknown) => log.error({ err: e }, 'could not publish an event'))
+      .finally(() => inFlight.delete(append));
+    inFlight.add(append);
+  });
+  return async () => {
+    unsubscribe();
+    await Promise.all(inFlight);
+  };
+}
+
+/**
+ * For a process that changes state but serves no clients (the command-line tools): sends its
+ * events through the shared log to the server processes, which deliver them to their queues.
+ * It holds, adopts and saves no queue, and starts no timer.
+ */
+export class RedisEventPublisher {
+  private constructor(
+    private readonly redis: Redis,
+    private readonly stop: () => Promise<void>,
+  ) {}
+
+  static async connect(config: Config, bus: EventBus, log: FastifyBaseLogger, databaseId: string): Promise<RedisEventPublisher> {
+    const redis = new (ioredis().Redis)(config.redisUrl!, { lazyConnect: true, maxRetriesPerRequest: 2 });
+    redis.on('error', (e: Error) => log.warn({ err: e }, 'redis connection error'));
+    await redis.connect();
+    return new RedisEventPublisher(redis, publishToEventLog(redis, eventLogKey(config, databaseId), config, bus, log));
+  }
+
+  /** Waits until every event sent so far is in the log. */
+  async close(): Promise<void> {
+    await this.stop();
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
 export class RedisQueueManager extends QueueManager {
   private readonly procId = randomUUID().slice(0, 13);
-  private readonly prefix = this.config.events.redisPrefix;
-  private readonly logKey = `${this.prefix}log`;
+  private readonly prefix = redisNamespace(this.config.events.redisPrefix, this.databaseId);
+  private readonly logKey = eventLogKey(this.config, this.databaseId);
   private readonly orphansKey = `${this.prefix}orphans`;
   private cmd!: Redis;
   private reader!: Redis;
   private sub!: Redis;
-  private unsubscribe: (() => void) | null = null;
+  private stopPublishing: (() => Promise<void>) | null = null;
   private lastId = '0-0';
   private reading: Promise<void> | null = null;
   private stopped = false;
@@ -164,11 +220,7 @@ export class RedisQueueManager extends QueueManager {
     const last = await this.cmd.xrevrange(this.logKey, '+', '-', 'COUNT', 1);
     this.lastId = last[0]?.[0] ?? '0-0';
     this.reading = this.readLoop();
-    this.unsubscribe = this.bus.subscribe((envelope) => {
-      this.cmd
-        .xadd(this.logKey, 'MAXLEN', '~', String(this.config.events.redisLogLength), '*', 'd', encodeEnvelope(envelope))
-        .catch((e: unknown) => this.log.error({ err: e }, 'could not publish an event'));
-    });
+    this.stopPublishing = publishToEventLog(this.cmd, this.logKey, this.config, this.bus, this.log);
     void this.adoptOrphans();
   }
 
@@ -461,8 +513,8 @@ export class RedisQueueManager extends QueueManager {
    * reflects, and hands them to the other processes (or to this one's next start).
    */
   protected async persist(): Promise<void> {
-    this.unsubscribe?.();
-    this.unsubscribe = null;
+    await this.stopPublishing?.();
+    this.stopPublishing = null;
     this.stopped = true;
     if (this.livenessTimer) clearInterval(this.livenessTimer);
     this.reader.disconnect();

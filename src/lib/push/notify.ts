@@ -1,12 +1,12 @@
 import type { Realm } from '../../db/tables.js';
 import { fetchPushDevicesForUsers } from '../../db/repos/push_devices.js';
 import { fetchUsersByIds } from '../../db/repos/users.js';
-import type { Services } from '../../services.js';
+import type { ActionServices } from '../../services.js';
 import { userSettings } from '../user_settings.js';
 import { formatPushPayload, type PushMessage, type PushTrigger } from './payload.js';
 import { logPushSender, type PushDevice, type PushDeviceKind, type PushSender } from './sender.js';
 
-export function pushSender(services: Services): PushSender {
+export function pushSender(services: ActionServices): PushSender {
   return services.push ?? logPushSender(services.log);
 }
 
@@ -23,7 +23,7 @@ export interface OfflineRecipient {
  * device are skipped. Never throws: a failing sender is logged, the message stays sent.
  */
 export async function notifyOfflineRecipients(
-  services: Services,
+  services: ActionServices,
   realm: Realm,
   message: PushMessage,
   recipients: readonly OfflineRecipient[],
