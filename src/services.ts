@@ -18,6 +18,8 @@ export interface Services {
   queues: QueueManager;
   log: FastifyBaseLogger;
   rateLimiter: RateLimiter;
+  /** The scheduled-message worker of this process, when it runs one (not in CLI commands). */
+  scheduler?: { wake(timestamp: number): void };
   /** Delivers mobile push notifications; unset means they are only logged (lib/push). */
   push?: PushSender;
 }

@@ -23,7 +23,7 @@ import { runDemo } from './demo.js';
  * silenced so that stdout carries only the command's JSON.
  */
 async function withApp<T>(realmId: string, fn: (app: App, realm: Realm) => Promise<T>): Promise<T> {
-  const app = await buildApp(loadConfig({ logLevel: 'silent' }), { announce: (line) => process.stderr.write(`${line}\n`) });
+  const app = await buildApp(loadConfig({ logLevel: 'silent' }), { announce: (line) => process.stderr.write(`${line}\n`), backgroundWork: false });
   try {
     const realm = await fetchRealmByStringId(app.services.db.kysely, realmId);
     if (!realm) throw new CliError(`No organization with string_id '${realmId}'`);
