@@ -12,9 +12,10 @@ import type { Services } from '../services.js';
  */
 export class ScheduledMessageWorker {
   private timer: NodeJS.Timeout | null = null;
+  /** When the armed timer fires (ms), Infinity when none is armed. */
   private dueAt = Infinity;
-  private running: Promise<void> | null = null;
-  private woken = false;
+  /** The pass in progress (passes run one after another). */
+  private running: Promise<void> = Promise.resolve();
   private stopped = false;
 
   constructor(
@@ -26,15 +27,9 @@ export class ScheduledMessageWorker {
     this.arm(0);
   }
 
-  /** A row now falls due at `timestamp` (Unix seconds): make sure the worker is awake by then. */
+  /** A row now falls due at `timestamp` (Unix seconds): make sure a pass runs by then. */
   wake(timestamp: number): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.woken = true;
-      return;
-    }
-    const delay = Math.max(0, timestamp * 1000 - Date.now());
-    if (Date.now() + delay < this.dueAt) this.arm(delay);
+    this.arm(Math.max(0, timestamp * 1000 - Date.now()));
   }
 
   async stop(): Promise<void> {
@@ -44,27 +39,24 @@ export class ScheduledMessageWorker {
     await this.running;
   }
 
+  /** Arms the timer for `delayMs` from now, unless it is armed to fire sooner already. */
   private arm(delayMs: number): void {
-    if (this.stopped) return;
+    if (this.stopped || Date.now() + delayMs >= this.dueAt) return;
     if (this.timer) clearTimeout(this.timer);
     this.dueAt = Date.now() + delayMs;
     this.timer = setTimeout(() => {
       this.timer = null;
       this.dueAt = Infinity;
-      this.running = this.pass().finally(() => {
-        this.running = null;
-      });
+      this.running = this.running.then(() => this.pass());
     }, delayMs);
     this.timer.unref();
   }
 
   private async pass(): Promise<void> {
+    if (this.stopped) return;
     let delay = this.intervalMs;
     try {
-      do {
-        this.woken = false;
-        await deliverDueScheduledMessages(this.services);
-      } while (this.woken && !this.stopped);
+      await deliverDueScheduledMessages(this.services);
       const next = await fetchNextScheduledTimestamp(this.services.db.kysely);
       // A row already due here is being delivered by another process: look again after the interval.
       if (next !== null && next * 1000 > Date.now()) delay = Math.min(delay, next * 1000 - Date.now());
