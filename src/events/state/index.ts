@@ -11,6 +11,7 @@ import { fetchPresenceState } from './presence.js';
 import { fetchEmojiState } from './emoji.js';
 import { fetchPersonalState } from './personal.js';
 import { fetchScheduledMessagesState } from './scheduled_messages.js';
+import { fetchChannelFoldersState } from './channel_folders.js';
 
 /** Every area's contribution to POST /register, merged in this order. */
 export const STATE_FETCHERS: readonly StateFetcher[] = [
@@ -26,4 +27,5 @@ export const STATE_FETCHERS: readonly StateFetcher[] = [
   fetchEmojiState,
   fetchPersonalState,
   fetchScheduledMessagesState,
+  fetchChannelFoldersState,
 ];
