@@ -15,8 +15,8 @@ function applyEvent(folders: Dict[], e: ZEvent): Dict[] {
   if (e.op === 'add') return [...folders, e.channel_folder];
   if (e.op === 'update') return folders.map((f) => (f.id === e.channel_folder_id ? { ...f, ...e.data } : f));
   if (e.op === 'reorder') {
-    const position = new Map((e.order as number[]).map((id, i) => [id, i]));
-    return folders.map((f) => ({ ...f, order: position.get(f.id) })).sort((a, b) => a.order - b.order);
+    const position = new Map<number, number>((e.order as number[]).map((id, i) => [id, i]));
+    return folders.map((f) => ({ ...f, order: position.get(f.id)! })).sort((a, b) => a.order - b.order);
   }
   return assert.fail(`unexpected op ${e.op}`);
 }

@@ -314,4 +314,4 @@ forEachDatabase('scheduled messages and reminders', (server) => {
     assert.equal(done.reminder_id, dmReminder);
     assert.deepEqual(ok(await hamlet.client.get('/reminders')).reminders, []);
   });
-});
+}, { scheduler: { enabled: true, intervalMs: 10_000 } });
