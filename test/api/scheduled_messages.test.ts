@@ -5,6 +5,10 @@ import { err, ok } from '../helpers/assert.js';
 import { assertConforms, assertEventConforms } from '../helpers/openapi.js';
 import { registerQueue, type TestQueue, type ZEvent } from '../helpers/events.js';
 import type { ApiClient } from '../helpers/client.js';
+import { doCreateUser } from '../../src/actions/users.js';
+import { insertScheduledMessage, SEND_LATER, REMIND } from '../../src/db/repos/scheduled_messages.js';
+import { ROLE_MEMBER } from '../../src/lib/roles.js';
+import { PASSWORD } from '../helpers/server.js';
 
 type Dict = Record<string, any>;
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
@@ -238,6 +242,81 @@ forEachDatabase('scheduled messages and reminders', (server) => {
     assert.equal(again.failed, false);
     assert.deepEqual(again.to, [othello.user.id]);
     ok(await hamlet.client.delete(`/scheduled_messages/${id}`));
+  });
+
+  test('refused at delivery because the sender lost access: failed, with the send error quoted to the sender', async () => {
+    const s = server();
+    const { hamlet, admin } = s.cast;
+    const streamId = await subscribe(s, hamlet.client, 'sched private', [hamlet.user.id, admin.user.id], { invite_only: true });
+    const q = await registerQueue(hamlet.client, { event_types: ['scheduled_messages', 'message'] });
+    const { scheduled_message_id: id } = ok(
+      await hamlet.client.post('/scheduled_messages', { type: 'stream', to: streamId, topic: 'inside', content: 'secret plans', scheduled_delivery_timestamp: nowSeconds() + 2 }),
+    );
+    ok(await admin.client.delete('/users/me/subscriptions', { subscriptions: JSON.stringify(['sched private']), principals: JSON.stringify([hamlet.user.id]) }));
+    // What sending now would answer is what the delivery reports.
+    const refusal = await hamlet.client.post('/messages', { type: 'stream', to: streamId, topic: 'inside', content: 'now' });
+    assert.equal(refusal.status, 400);
+    const update = await nextConforming(q, (e) => e.type === 'scheduled_messages' && e.op === 'update');
+    assert.deepEqual([update.scheduled_message.scheduled_message_id, update.scheduled_message.failed], [id, true]);
+    const notice = await q.next((e) => e.type === 'message' && e.message.sender_full_name === 'Notification Bot');
+    assert.ok(notice.message.content.includes(`\n\n> ${refusal.body.msg}\n\n`), notice.message.content);
+    const channel = ok(await admin.client.get('/messages', { anchor: 'newest', num_before: 10, num_after: 0, narrow: JSON.stringify([{ operator: 'channel', operand: streamId }]) }));
+    assert.equal(channel.messages.length, 0);
+    ok(await hamlet.client.delete(`/scheduled_messages/${id}`));
+  });
+
+  test('more than ten minutes late a scheduled message fails (a reminder still goes out); a deactivated sender is told nothing', async () => {
+    const s = server();
+    const { hamlet, othello, admin } = s.cast;
+    const db = s.app.services.db.kysely;
+    const at = nowSeconds() - 11 * 60;
+    const row = (sender: number, extra: Record<string, unknown>) => ({
+      realm_id: s.realm.id,
+      sender_id: sender,
+      delivery_type: SEND_LATER,
+      type: 'private',
+      to_user_ids: JSON.stringify([othello.user.id]),
+      content: 'too late',
+      rendered_content: '<p>too late</p>',
+      scheduled_timestamp: at,
+      sending_client: 'test',
+      ...extra,
+    });
+    const target = ok(await othello.client.post('/messages', { type: 'direct', to: JSON.stringify([hamlet.user.id]), content: 'remember me' })).id;
+    const q = await registerQueue(hamlet.client, { event_types: ['scheduled_messages', 'reminders', 'message'] });
+    // Rows as a process that stopped long ago left them.
+    const late = await insertScheduledMessage(db, row(hamlet.user.id, {}));
+    const reminder = await insertScheduledMessage(
+      db,
+      row(hamlet.user.id, { delivery_type: REMIND, to_user_ids: JSON.stringify([hamlet.user.id]), content: 'old text', reminder_target_message_id: target }),
+    );
+    const leaver = await doCreateUser(s.app.services, s.realm, { email: `leaver-${s.kind}@example.com`, fullName: 'Leaver', password: PASSWORD, role: ROLE_MEMBER, actingUser: null });
+    const gone = await insertScheduledMessage(db, row(leaver.id, { scheduled_timestamp: nowSeconds() - 5 }));
+    ok(await admin.client.delete(`/users/${leaver.id}`));
+    s.app.services.scheduler!.wake(nowSeconds());
+
+    const update = await nextConforming(q, (e) => e.type === 'scheduled_messages' && e.op === 'update');
+    assert.deepEqual([update.scheduled_message.scheduled_message_id, update.scheduled_message.failed], [late.id, true]);
+    const messages: ZEvent[] = [await q.next('message'), await q.next('message')];
+    const notice = messages.find((e) => e.message.content.startsWith('The message you scheduled'))!;
+    assert.ok(notice.message.content.includes('\n\n> Message could not be sent at the scheduled time.\n\n'), notice.message.content);
+    const reminded = messages.find((e) => e.message.content.startsWith('You requested a reminder'))!;
+    assert.equal(reminded.message.sender_full_name, 'Notification Bot');
+    assert.match(reminded.message.content, /```quote\nremember me\n```$/);
+    const removed = await nextConforming(q, (e) => e.type === 'reminders' && e.op === 'remove');
+    assert.equal(removed.reminder_id, reminder.id);
+
+    const rows = await db.selectFrom('scheduled_messages').select(['id', 'delivered', 'failed', 'failure_message']).where('id', 'in', [late.id, reminder.id, gone.id]).orderBy('id').execute();
+    assert.deepEqual(
+      rows.map((r) => [Number(r.id), Number(r.delivered), Number(r.failed), r.failure_message]),
+      [
+        [late.id, 0, 1, 'Message could not be sent at the scheduled time.'],
+        [reminder.id, 1, 0, null],
+        [gone.id, 0, 1, 'Account is deactivated'],
+      ],
+    );
+    await q.expectNone('message', 500);
+    ok(await hamlet.client.delete(`/scheduled_messages/${late.id}`));
   });
 
   test('reminders: create, list, delete, and delivery as a Notification Bot DM quoting the message', async () => {
