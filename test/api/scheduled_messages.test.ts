@@ -306,6 +306,12 @@ forEachDatabase('scheduled messages and reminders', (server) => {
     const removed = await nextConforming(q, (e) => e.type === 'reminders' && e.op === 'remove');
     assert.equal(removed.reminder_id, reminder.id);
 
+    // The deactivated sender's row comes last (it is the latest due) and tells nobody: wait for it.
+    for (let i = 0; i < 50; i++) {
+      const r = await db.selectFrom('scheduled_messages').select('failed').where('id', '=', gone.id).executeTakeFirstOrThrow();
+      if (Number(r.failed)) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     const rows = await db.selectFrom('scheduled_messages').select(['id', 'delivered', 'failed', 'failure_message']).where('id', 'in', [late.id, reminder.id, gone.id]).orderBy('id').execute();
     assert.deepEqual(
       rows.map((r) => [Number(r.id), Number(r.delivered), Number(r.failed), r.failure_message]),
