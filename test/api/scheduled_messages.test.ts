@@ -290,6 +290,11 @@ forEachDatabase('scheduled messages and reminders', (server) => {
       db,
       row(hamlet.user.id, { delivery_type: REMIND, to_user_ids: JSON.stringify([hamlet.user.id]), content: 'old text', reminder_target_message_id: target }),
     );
+    // A reminder whose message is gone keeps the text it was created with.
+    const orphan = await insertScheduledMessage(
+      db,
+      row(hamlet.user.id, { delivery_type: REMIND, to_user_ids: JSON.stringify([hamlet.user.id]), content: 'stored reminder text', reminder_target_message_id: 999999 }),
+    );
     const leaver = await doCreateUser(s.app.services, s.realm, { email: `leaver-${s.kind}@example.com`, fullName: 'Leaver', password: PASSWORD, role: ROLE_MEMBER, actingUser: null });
     const gone = await insertScheduledMessage(db, row(leaver.id, { scheduled_timestamp: nowSeconds() - 5 }));
     ok(await admin.client.delete(`/users/${leaver.id}`));
@@ -297,14 +302,15 @@ forEachDatabase('scheduled messages and reminders', (server) => {
 
     const update = await nextConforming(q, (e) => e.type === 'scheduled_messages' && e.op === 'update');
     assert.deepEqual([update.scheduled_message.scheduled_message_id, update.scheduled_message.failed], [late.id, true]);
-    const messages: ZEvent[] = [await q.next('message'), await q.next('message')];
+    const messages: ZEvent[] = [await q.next('message'), await q.next('message'), await q.next('message')];
+    assert.ok(messages.some((e) => e.message.content === 'stored reminder text' && e.message.sender_full_name === 'Notification Bot'));
     const notice = messages.find((e) => e.message.content.startsWith('The message you scheduled'))!;
     assert.ok(notice.message.content.includes('\n\n> Message could not be sent at the scheduled time.\n\n'), notice.message.content);
     const reminded = messages.find((e) => e.message.content.startsWith('You requested a reminder'))!;
     assert.equal(reminded.message.sender_full_name, 'Notification Bot');
     assert.match(reminded.message.content, /```quote\nremember me\n```$/);
-    const removed = await nextConforming(q, (e) => e.type === 'reminders' && e.op === 'remove');
-    assert.equal(removed.reminder_id, reminder.id);
+    const removed = [await nextConforming(q, (e) => e.type === 'reminders' && e.op === 'remove'), await nextConforming(q, (e) => e.type === 'reminders' && e.op === 'remove')];
+    assert.deepEqual(removed.map((e) => e.reminder_id).sort((a, b) => a - b), [reminder.id, orphan.id]);
 
     // The deactivated sender's row comes last (it is the latest due) and tells nobody: wait for it.
     for (let i = 0; i < 50; i++) {
