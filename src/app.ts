@@ -16,6 +16,7 @@ import { requestSerializer } from './plugins/redact.js';
 import { ensureDefaultRealm } from './actions/bootstrap.js';
 import { registerRoutes } from './routes/index.js';
 import { serveLongPollsDirectly } from './routes/events/long_poll.js';
+import { ScheduledMessageWorker } from './workers/scheduled_messages.js';
 
 export interface App {
   fastify: FastifyInstance;
@@ -97,12 +98,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   refuseDuringShutdown(fastify);
   registerRoutes(fastify, services);
   await ensureDefaultRealm(services, options.announce ?? ((line) => fastify.log.info(line)));
+  const scheduler = config.scheduler.enabled ? new ScheduledMessageWorker(services, config.scheduler.intervalMs) : null;
+  if (scheduler) {
+    services.scheduler = scheduler;
+    scheduler.start();
+  }
 
   return {
     fastify,
     services,
     async close() {
       await fastify.close();
+      await scheduler?.stop();
       await queues.close();
       await services.rateLimiter.close();
       if (!options.db) await db.close();

@@ -57,6 +57,11 @@ export interface Config {
   };
   bigBlueButton: { url: string | null; secret: string | null };
   jitsiServerUrl: string;
+  /**
+   * Scheduled messages and reminders: whether this process delivers them, and the longest it
+   * sleeps between looks at the database (rows scheduled through this process wake it on time).
+   */
+  scheduler: { enabled: boolean; intervalMs: number };
   /** Topic deletion works in batches of this many messages, newest first, within this time budget. */
   deleteTopic: { batchSize: number; timeBudgetMs: number };
 }
@@ -127,6 +132,10 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     },
     bigBlueButton: { url: e.BIG_BLUE_BUTTON_URL || null, secret: e.BIG_BLUE_BUTTON_SECRET || null },
     jitsiServerUrl: (e.JITSI_SERVER_URL ?? 'https://meet.jit.si').replace(/\/+$/, ''),
+    scheduler: {
+      enabled: (e.PARLEY_SCHEDULER ?? 'on') !== 'off',
+      intervalMs: int(e.PARLEY_SCHEDULER_INTERVAL_MS, 10_000),
+    },
     deleteTopic: {
       batchSize: int(e.PARLEY_DELETE_TOPIC_BATCH_SIZE, 100),
       timeBudgetMs: int(e.PARLEY_DELETE_TOPIC_TIME_BUDGET_MS, 50_000),

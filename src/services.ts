@@ -15,6 +15,8 @@ export interface ActionServices {
   db: Database;
   events: EventBus;
   log: FastifyBaseLogger;
+  /** The scheduled-message worker of this process, when it runs one (not in CLI commands). */
+  scheduler?: { wake(timestamp: number): void };
   /** Delivers mobile push notifications; unset means they are only logged (lib/push). */
   push?: PushSender;
 }

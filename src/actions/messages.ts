@@ -331,6 +331,12 @@ export interface PreparedMessage {
   linkifiers: readonly Linkifier[];
   queueId?: string;
   localId?: string;
+  /**
+   * Runs inside the transaction that writes the message, before its events are queued; a throw
+   * rolls the message back. A scheduled message marks its row delivered here, so that it is
+   * sent exactly once (actions/scheduled_messages.ts). Unset for ordinary sends.
+   */
+  inTransaction?: (tx: Tx, message: Message) => Promise<void>;
 }
 
 export interface SentMessage {
@@ -698,6 +704,7 @@ async function finishMessage(
   dateSent: number,
 ): Promise<SentMessage> {
   const t = p.target;
+  if (p.inTransaction) await p.inTransaction(tx, message);
   await setMessageAttachments(services, tx, afterCommit, p.realm, message.id, attachments, true);
   received.push({ messageId: message.id, flags: p.flags });
   let changedPolicy = false;

@@ -150,6 +150,8 @@ export interface StreamCreationSpec {
   historyPublicToSubscribers: boolean;
   messageRetentionDays: number | null;
   topicsPolicy: string;
+  /** A channel folder of the realm (checked by accessChannelFolder), or none. */
+  folderId?: number | null;
   /** Validated values; settings left out take Zulip's defaults. */
   permissions: Partial<Record<ChannelPermission, GroupSettingValue>>;
   isDefault: boolean;
@@ -213,6 +215,7 @@ export async function addSubscriptionsInTransaction(
       creator_id: actor?.id ?? null,
       message_retention_days: spec.messageRetentionDays,
       topics_policy: spec.topicsPolicy,
+      folder_id: spec.folderId ?? null,
       permissions: JSON.stringify({ ...defaults, ...spec.permissions }),
     });
     if (!row) {
@@ -530,6 +533,18 @@ export async function doChangeStreamGroupSetting(
   );
 }
 
+/** Zulip's do_change_stream_folder; folder null takes the channel out of its folder. */
+export async function doChangeStreamFolder(services: ActionServices, realm: Realm, actor: User, stream: Stream, folderId: number | null): Promise<Stream> {
+  return changeStream(
+    services,
+    realm,
+    stream,
+    { folder_id: folderId },
+    (s) => [audit(realm, actor, s, 'channel_folder_changed', { old_value: stream.folder_id, new_value: folderId })],
+    (s) => [streamUpdateEvent(s, 'folder_id', folderId)],
+  );
+}
+
 export async function doSetStreamTopicsPolicy(services: ActionServices, realm: Realm, actor: User, stream: Stream, policy: string): Promise<Stream> {
   return changeStream(
     services,
@@ -725,11 +740,6 @@ export async function checkTopicsPolicy(caller: ChannelCaller, policy: string, s
   }
 }
 
-/** Channel folders do not exist in Parley yet, so no folder ID is valid. */
-export function checkFolderId(folderId: number | null | undefined): void {
-  if (folderId !== null && folderId !== undefined) throw badRequest('Invalid channel folder ID');
-}
-
 export interface CreationOptions {
   inviteOnly: boolean;
   isWebPublic: boolean;
@@ -737,6 +747,8 @@ export interface CreationOptions {
   historyPublicToSubscribers?: boolean;
   messageRetentionDays: number | null;
   topicsPolicy?: string;
+  /** A channel folder of the realm (checked by accessChannelFolder) for new channels. */
+  folderId?: number | null;
   permissions: Partial<Record<ChannelPermission, GroupSettingValue>>;
 }
 
@@ -815,6 +827,7 @@ export async function checkAddSubscriptions(
         historyPublicToSubscribers: historyPublic,
         messageRetentionDays: req.messageRetentionDays,
         topicsPolicy: req.topicsPolicy ?? 'inherit',
+        folderId: req.folderId ?? null,
         permissions,
         isDefault: req.isDefaultStream,
       });

@@ -382,6 +382,47 @@ export interface SubmessageTable {
   content: string;
 }
 
+/** Zulip's ScheduledMessage: a message sent later (delivery_type 1) or a reminder (2). */
+export interface ScheduledMessageTable {
+  id: Generated<number>;
+  realm_id: number;
+  sender_id: number;
+  delivery_type: number;
+  /** 'stream' or 'private'. */
+  type: string;
+  stream_id: number | null;
+  topic: Generated<string>;
+  /** Direct messages: JSON array, the `to` of the API object (the other participants, or the sender alone). */
+  to_user_ids: Generated<JsonText>;
+  content: string;
+  rendered_content: string;
+  scheduled_timestamp: number;
+  read_by_sender: Generated<Flag>;
+  sending_client: Generated<string>;
+  delivered: Generated<Flag>;
+  failed: Generated<Flag>;
+  failure_message: string | null;
+  delivered_message_id: number | null;
+  reminder_target_message_id: number | null;
+  reminder_note: string | null;
+  /** Until when a process holds the row for a delivery attempt (Unix seconds). */
+  claimed_until: number | null;
+}
+
+export interface ChannelFolderTable {
+  id: Generated<number>;
+  realm_id: number;
+  name: string;
+  name_lc: string;
+  description: Generated<string>;
+  rendered_description: Generated<string>;
+  creator_id: number | null;
+  date_created: number;
+  is_archived: Generated<Flag>;
+  /** Zulip's `order` (a reserved word in SQL). */
+  folder_order: Generated<number>;
+}
+
 export interface DB {
   realms: RealmTable;
   users: UserTable;
@@ -421,6 +462,8 @@ export interface DB {
   attachment_messages: AttachmentMessageTable;
   bot_storage: BotStorageTable;
   submessages: SubmessageTable;
+  scheduled_messages: ScheduledMessageTable;
+  channel_folders: ChannelFolderTable;
 }
 
 export type Realm = Selectable<RealmTable>;

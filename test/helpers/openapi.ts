@@ -8,9 +8,10 @@ import type { ApiResponse } from './client.js';
 
 /**
  * Validates responses against Zulip's own OpenAPI document, when ../shared/zulip-api is
- * present beside the project (it is reference data, never a run-time dependency).
+ * present beside the project, or where ZULIP_OPENAPI_YAML says (a checkout elsewhere); it is
+ * reference data, never a run-time dependency.
  */
-export const ZULIP_YAML = resolve(process.cwd(), '../shared/zulip-api/zulip.yaml');
+export const ZULIP_YAML = process.env.ZULIP_OPENAPI_YAML ?? resolve(process.cwd(), '../shared/zulip-api/zulip.yaml');
 
 let doc: any | null | undefined;
 let ajv: Ajv | undefined;

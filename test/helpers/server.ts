@@ -81,7 +81,9 @@ export const PASSWORD = 'correct horse battery staple';
 
 /**
  * What every test server runs with: loopback on any port, the test owner, quiet logs, no rate
- * limits and a data directory of its own (the caller removes `dataDir`).
+ * limits, no scheduled-message worker (its periodic queries would disturb query counts; the
+ * tests of scheduled messages turn it on) and a data directory of its own (the caller removes
+ * `dataDir`).
  */
 export function testConfig(databaseUrl: string, overrides: Partial<Config> = {}): Config {
   const base = loadConfig({}, { PATH: process.env.PATH, PARLEY_ENV_FILE: '/nonexistent' });
@@ -94,6 +96,7 @@ export function testConfig(databaseUrl: string, overrides: Partial<Config> = {})
     ownerPassword: PASSWORD,
     logLevel: 'silent',
     rateLimits: { ...base.rateLimits, enabled: false },
+    scheduler: { ...base.scheduler, enabled: false },
     dataDir: mkdtempSync(join(tmpdir(), 'parley-data-')),
     ...overrides,
   };

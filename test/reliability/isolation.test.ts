@@ -36,6 +36,9 @@ interface Zephyr {
   draftId: number;
   snippetId: number;
   fieldId: number;
+  folderId: number;
+  scheduledMessageId: number;
+  reminderId: number;
 }
 
 /**
@@ -108,6 +111,11 @@ forEachDatabase('isolation between organizations', (server) => {
     const draftIds = ok(await member.post('/drafts', { drafts: [{ type: 'stream', to: [streamId], topic: 'draft', content: SECRET, timestamp: 1700000000 }] })).ids as number[];
     const snippetId = ok(await member.post('/saved_snippets', { title: SECRET, content: SECRET })).saved_snippet_id as number;
     const fieldId = ok(await owner.post('/realm/profile_fields', { name: 'Zephyr field', field_type: 1, hint: SECRET })).id as number;
+    const folderId = ok(await owner.post('/channel_folders/create', { name: 'Zephyr folder', description: SECRET })).channel_folder_id as number;
+    const later = Math.floor(Date.now() / 1000) + 86400;
+    const scheduledMessageId = ok(await member.post('/scheduled_messages', { type: 'stream', to: streamId, topic: 'later', content: SECRET, scheduled_delivery_timestamp: later }))
+      .scheduled_message_id as number;
+    const reminderId = ok(await member.post('/reminders', { message_id: messageIds[0]!, scheduled_delivery_timestamp: later, note: SECRET })).reminder_id as number;
     z = {
       realm,
       owner,
@@ -123,6 +131,9 @@ forEachDatabase('isolation between organizations', (server) => {
       draftId: draftIds[0]!,
       snippetId,
       fieldId,
+      folderId,
+      scheduledMessageId,
+      reminderId,
     };
   });
 
@@ -160,6 +171,9 @@ forEachDatabase('isolation between organizations', (server) => {
         (await client.get('/messages', { anchor: 'newest', num_before: 100, num_after: 0 })).body,
         (await client.get('/users/me/subscriptions')).body,
         (await client.get('/realm/presence')).body,
+        (await client.get('/channel_folders', { include_archived: true })).body,
+        (await client.get('/scheduled_messages')).body,
+        (await client.get('/reminders')).body,
       ]);
       for (const leak of [SECRET, 'zephyr', z.ownerEmail]) assert.ok(!text.includes(leak), `${client.email} sees ${leak}: ${text.slice(text.indexOf(leak) - 200, text.indexOf(leak) + 100)}`);
     }
@@ -216,6 +230,9 @@ forEachDatabase('isolation between organizations', (server) => {
       draft_id: z.draftId,
       saved_snippet_id: z.snippetId,
       field_id: z.fieldId,
+      channel_folder_id: z.folderId,
+      scheduled_message_id: z.scheduledMessageId,
+      reminder_id: z.reminderId,
     };
     const before = await zephyrRows(s, z);
     const checked: string[] = [];
@@ -264,6 +281,11 @@ forEachDatabase('isolation between organizations', (server) => {
       ['POST', '/invites', (id) => ({ invitee_emails: 'iso@example.com', stream_ids: [id] }), z.streamId, NOWHERE],
       ['POST', '/invites', (id) => ({ invitee_emails: 'iso2@example.com', stream_ids: [], group_ids: [id] }), z.groupId, NOWHERE],
       ['POST', '/fetch_api_key', (id) => ({ username: id, password: PASSWORD }), z.ownerEmail, 'nobody@zephyr.example'],
+      ['POST', '/users/me/subscriptions', (id) => ({ subscriptions: [{ name: 'isolation folder' }], folder_id: id }), z.folderId, NOWHERE],
+      ['PATCH', '/channel_folders', (id) => ({ order: [id] }), z.folderId, NOWHERE],
+      ['POST', '/scheduled_messages', (id) => ({ type: 'stream', to: id, topic: 't', content: 'x', scheduled_delivery_timestamp: 4102444800 }), z.streamId, NOWHERE],
+      ['POST', '/scheduled_messages', (id) => ({ type: 'direct', to: [id], content: 'x', scheduled_delivery_timestamp: 4102444800 }), z.memberId, NOWHERE],
+      ['POST', '/reminders', (id) => ({ message_id: id, scheduled_delivery_timestamp: 4102444800 }), z.messageIds[0]!, NOWHERE],
     ];
     for (const [method, path, params, foreign, nowhere] of pairs) {
       if (!s.app.fastify.hasRoute({ method: method as 'GET', url: `/api/v1${path}` })) continue;
@@ -286,6 +308,7 @@ forEachDatabase('isolation between organizations', (server) => {
     ok(await z.member.patch('/settings', { full_name: 'Zephyr Renamed' }));
     ok(await z.owner.post('/users/me/presence', { status: 'active' }));
     ok(await z.owner.post('/typing', { op: 'start', to: [z.memberId] }));
+    ok(await z.owner.patch(`/channel_folders/${z.folderId}`, { description: `${SECRET} folder` }));
     // Then something in the default organization, so we know the queues are delivering.
     ok(await s.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'isolation marker' }] }));
     const marker = (e: { type: string; op?: string; streams?: { name: string }[] }) =>

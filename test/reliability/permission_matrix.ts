@@ -99,6 +99,19 @@ export const MATRIX: MatrixRow[] = [
     expect: outcomes('everyone', INSUFFICIENT),
   },
   { name: 'GET /realm/domains', method: 'GET', route: '/realm/domains', path: () => '/realm/domains', expect: outcomes('everyone', INSUFFICIENT) },
+  { name: 'GET /channel_folders', method: 'GET', route: '/channel_folders', path: () => '/channel_folders', expect: outcomes('everyone', INSUFFICIENT) },
+  { name: 'GET /scheduled_messages', method: 'GET', route: '/scheduled_messages', path: () => '/scheduled_messages', expect: outcomes('everyone', INSUFFICIENT) },
+  { name: 'GET /reminders', method: 'GET', route: '/reminders', path: () => '/reminders', expect: outcomes('everyone', INSUFFICIENT) },
+
+  // Channel folders: administrators manage them (Zulip's require_realm_admin).
+  {
+    name: 'POST /channel_folders/create',
+    method: 'POST',
+    route: '/channel_folders/create',
+    path: () => '/channel_folders/create',
+    params: (c) => ({ name: c.fresh('folder '), description: '' }),
+    expect: outcomes(['owner', 'admin'], ADMIN_REQUIRED),
+  },
 
   // Topic deletion: administrators only.
   {

@@ -18,6 +18,8 @@ import * as m0106 from './0106_user_messages_flag_statistics.js';
 import * as m0107 from './0107_users_delivery_email_index.js';
 import * as m0108 from './0108_users_full_name_index.js';
 import * as m0109 from './0109_attachments_sessions_indexes.js';
+import * as m0110 from './0110_scheduled_messages.js';
+import * as m0111 from './0111_channel_folders.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -46,4 +48,6 @@ export const migrations: Record<string, DialectMigration> = {
   '0107_users_delivery_email_index': m0107,
   '0108_users_full_name_index': m0108,
   '0109_attachments_sessions_indexes': m0109,
+  '0110_scheduled_messages': m0110,
+  '0111_channel_folders': m0111,
 };

@@ -10,6 +10,8 @@ import { fetchCallsState } from './calls.js';
 import { fetchPresenceState } from './presence.js';
 import { fetchEmojiState } from './emoji.js';
 import { fetchPersonalState } from './personal.js';
+import { fetchScheduledMessagesState } from './scheduled_messages.js';
+import { fetchChannelFoldersState } from './channel_folders.js';
 
 /** Every area's contribution to POST /register, merged in this order. */
 export const STATE_FETCHERS: readonly StateFetcher[] = [
@@ -24,4 +26,6 @@ export const STATE_FETCHERS: readonly StateFetcher[] = [
   fetchPresenceState,
   fetchEmojiState,
   fetchPersonalState,
+  fetchScheduledMessagesState,
+  fetchChannelFoldersState,
 ];

@@ -35,6 +35,7 @@ import { MAX_TOPIC_LENGTH } from '../../version.js';
 import { endpoint } from '../endpoint.js';
 import { p, zInt } from '../params.js';
 import { registerMessageFetchRoutes } from './fetch.js';
+import { registerScheduledMessageRoutes } from './scheduled.js';
 import { parseAnchor } from '../../lib/narrow/anchor.js';
 import { fetchMessagesForNarrow } from '../../lib/narrow/fetch.js';
 import { decodeNarrowParam } from '../../lib/narrow/terms.js';
@@ -68,6 +69,7 @@ async function streamForRemoval(services: Services, realm: Realm, key: { id: num
 
 export function registerMessageRoutes(app: FastifyInstance, services: Services): void {
   registerMessageFetchRoutes(app, services);
+  registerScheduledMessageRoutes(app, services);
   endpoint(app, services, {
     method: 'POST',
     path: '/messages',

@@ -29,7 +29,6 @@ import { isAdmin, isGuest, isOwner } from '../../lib/roles.js';
 import {
   checkAddSubscriptions,
   checkChannelSettingValues,
-  checkFolderId,
   checkRemoveSubscriptions,
   checkStreamRename,
   checkSubscriptionPropertyChange,
@@ -38,6 +37,7 @@ import {
   doAddDefaultStream,
   doAddSubscriptions,
   doArchiveStream,
+  doChangeStreamFolder,
   doChangeStreamDescription,
   doChangeStreamGroupSetting,
   doChangeStreamPermission,
@@ -62,6 +62,8 @@ import {
   subscriptionPropertyChangeSchema,
   topicsPolicyParam,
 } from './params.js';
+import { registerChannelFolderRoutes } from './channel_folders.js';
+import { accessChannelFolder } from '../../actions/channel_folders.js';
 
 const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
@@ -71,6 +73,7 @@ const requireAdmin = (user: User): void => {
 
 export function registerStreamRoutes(app: FastifyInstance, services: Services): void {
   const db = services.db.kysely;
+  registerChannelFolderRoutes(app, services);
   const callerFor = (realm: Realm, user: User): ChannelCaller => new ChannelCaller(db, realm, user);
 
   endpoint(app, services, {
@@ -110,7 +113,7 @@ export function registerStreamRoutes(app: FastifyInstance, services: Services): 
     },
     handler: async ({ realm, user, params }) => {
       const caller = callerFor(realm, user);
-      checkFolderId(params.folder_id);
+      const folderId = params.folder_id === undefined ? null : (await accessChannelFolder(db, realm, params.folder_id)).id;
       const { plan, unauthorized } = await checkAddSubscriptions(services, caller, {
         subscriptions: params.subscriptions,
         principals: params.principals,
@@ -121,6 +124,7 @@ export function registerStreamRoutes(app: FastifyInstance, services: Services): 
         historyPublicToSubscribers: params.history_public_to_subscribers,
         messageRetentionDays: parseMessageRetentionDays(params.message_retention_days ?? 'realm_default'),
         topicsPolicy: params.topics_policy,
+        folderId,
         permissions: pickChannelSettings<GroupSettingValue>(params),
       });
       const result = await doAddSubscriptions(services, realm, user, plan);
@@ -365,7 +369,7 @@ export function registerStreamRoutes(app: FastifyInstance, services: Services): 
       }
       if (params.topics_policy !== undefined) await checkTopicsPolicy(caller, params.topics_policy, stream);
       const newName = params.new_name !== undefined ? await checkStreamRename(caller, stream, params.new_name) : undefined;
-      if (params.folder_id !== undefined) checkFolderId(params.folder_id);
+      const folderId = params.folder_id === undefined || params.folder_id === null ? params.folder_id : (await accessChannelFolder(db, realm, params.folder_id)).id;
       const current = channelPermissions(stream);
       const requested = pickChannelSettings<GroupSettingUpdate>(params);
       const changed: Partial<Record<ChannelPermission, GroupSettingValue>> = {};
@@ -395,6 +399,7 @@ export function registerStreamRoutes(app: FastifyInstance, services: Services): 
       if (params.topics_policy !== undefined) s = await doSetStreamTopicsPolicy(services, realm, user, s, params.topics_policy);
       if (params.description !== undefined) s = await doChangeStreamDescription(services, realm, user, s, cleanStreamDescription(params.description));
       if (newName !== undefined) s = await doRenameStream(services, realm, user, s, newName);
+      if (folderId !== undefined) s = await doChangeStreamFolder(services, realm, user, s, folderId);
       for (const [name, value] of Object.entries(newValues) as [ChannelPermission, GroupSettingValue][]) {
         s = await doChangeStreamGroupSetting(services, realm, user, s, name, value);
       }
