@@ -19,6 +19,10 @@ export interface RealmTable {
   settings: Generated<JsonText>;
   icon_source: Generated<string>;
   icon_version: Generated<number>;
+  logo_source: Generated<string>;
+  logo_version: Generated<number>;
+  night_logo_source: Generated<string>;
+  night_logo_version: Generated<number>;
 }
 
 export interface UserTable {

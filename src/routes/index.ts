@@ -13,10 +13,12 @@ import { registerCallRoutes } from './calls/index.js';
 import { registerInviteRoutes } from './invites/index.js';
 import { registerFeatureRoutes } from './features/index.js';
 import { registerHealthRoutes } from './health/index.js';
+import { registerStaticRoutes } from './static/index.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
 export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerHealthRoutes(app, services);
+  registerStaticRoutes(app);
   registerServerRoutes(app, services);
   registerAuthRoutes(app, services);
   registerUserRoutes(app, services);

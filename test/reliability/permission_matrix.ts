@@ -174,6 +174,17 @@ export const MATRIX: MatrixRow[] = [
     expect: outcomes(['owner'], INSUFFICIENT, { admin: OWNER_REQUIRED }),
   },
 
+  // The organization's icon and logos: administrators change them, everyone is redirected to them.
+  { name: 'DELETE /realm/icon', method: 'DELETE', route: '/realm/icon', path: () => '/realm/icon', expect: outcomes(['owner', 'admin'], ADMIN_REQUIRED) },
+  {
+    name: 'DELETE /realm/logo',
+    method: 'DELETE',
+    route: '/realm/logo',
+    path: () => '/realm/logo',
+    params: () => ({ night: false }),
+    expect: outcomes(['owner', 'admin'], ADMIN_REQUIRED),
+  },
+
   // Allowed domains: reading is open, changing is for owners.
   {
     name: 'POST /realm/domains',

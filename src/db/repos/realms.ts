@@ -19,7 +19,12 @@ export async function insertRealm(
 export async function updateRealmRow(
   db: Tx,
   realmId: number,
-  changes: Partial<Pick<Realm, 'name' | 'description' | 'deactivated' | 'settings' | 'icon_source' | 'icon_version'>>,
+  changes: Partial<
+    Pick<
+      Realm,
+      'name' | 'description' | 'deactivated' | 'settings' | 'icon_source' | 'icon_version' | 'logo_source' | 'logo_version' | 'night_logo_source' | 'night_logo_version'
+    >
+  >,
 ): Promise<void> {
   await db.updateTable('realms').set(changes).where('id', '=', realmId).execute();
 }

@@ -20,7 +20,7 @@ import {
   userSettings,
   type StoredUserSettings,
 } from '../user_settings.js';
-import { realmIconUrl, realmUrl } from '../urls.js';
+import { realmIconUrl, realmLogoUrl, realmUrl } from '../urls.js';
 import { renderMarkdown } from '../markdown/index.js';
 import {
   MAX_FILE_UPLOAD_SIZE_MIB,
@@ -174,10 +174,10 @@ export function formatRealmState(ctx: RealmStateContext): Record<string, unknown
   state.realm_upload_quota_mib = null;
   state.realm_icon_url = realmIconUrl(config, realm);
   state.realm_icon_source = realm.icon_source;
-  state.realm_logo_url = `${url}/static/images/logo/zulip-org-logo.svg?version=1`;
-  state.realm_logo_source = 'D';
-  state.realm_night_logo_url = `${url}/static/images/logo/zulip-org-logo.svg?version=1`;
-  state.realm_night_logo_source = 'D';
+  state.realm_logo_url = realmLogoUrl(config, realm, false);
+  state.realm_logo_source = realm.logo_source;
+  state.realm_night_logo_url = realmLogoUrl(config, realm, true);
+  state.realm_night_logo_source = realm.night_logo_source;
   state.realm_url = url;
   state.realm_uri = url;
   state.realm_bot_domain = new URL(url).hostname;

@@ -79,11 +79,18 @@ export function registerAvatarRoutes(app: FastifyInstance, services: Services): 
   app.get('/avatar/:who', (req: FastifyRequest<{ Params: { who: string } }>, reply) => redirectToAvatar(req, reply, false));
   app.get('/avatar/:who/medium', (req: FastifyRequest<{ Params: { who: string } }>, reply) => redirectToAvatar(req, reply, true));
 
-  // Uploaded avatars are public, as Zulip serves them; `?version=` only defeats caches.
-  app.get('/user_avatars/:realm_id/:file_name', async (req: FastifyRequest<{ Params: { realm_id: string; file_name: string } }>, reply) => {
-    const realmId = Number(req.params.realm_id);
-    const file = Number.isSafeInteger(realmId) ? await fetchStoredFile(services.db.kysely, storedPath.avatar(realmId, req.params.file_name)) : undefined;
+  // Uploaded avatars, and the organization's icon and logos under realm/, are public, as Zulip
+  // serves them; `?version=` only defeats caches.
+  const serveAvatarFile = async (reply: FastifyReply, realmIdParam: string, name: string, fileName: string) => {
+    const realmId = Number(realmIdParam);
+    const file = Number.isSafeInteger(realmId) ? await fetchStoredFile(services.db.kysely, storedPath.avatar(realmId, name)) : undefined;
     if (!file) return sendFileNotFound(reply);
-    return sendStoredFile(reply, file, { fileName: req.params.file_name, cache: 'public' });
-  });
+    return sendStoredFile(reply, file, { fileName, cache: 'public' });
+  };
+  app.get('/user_avatars/:realm_id/:file_name', (req: FastifyRequest<{ Params: { realm_id: string; file_name: string } }>, reply) =>
+    serveAvatarFile(reply, req.params.realm_id, req.params.file_name, req.params.file_name),
+  );
+  app.get('/user_avatars/:realm_id/realm/:file_name', (req: FastifyRequest<{ Params: { realm_id: string; file_name: string } }>, reply) =>
+    serveAvatarFile(reply, req.params.realm_id, `realm/${req.params.file_name}`, req.params.file_name),
+  );
 }

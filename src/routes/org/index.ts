@@ -6,8 +6,9 @@ import { registerSavedSnippetRoutes } from './saved_snippets.js';
 import { registerPlaygroundRoutes } from './playgrounds.js';
 import { registerRealmDomainRoutes } from './realm_domains.js';
 import { registerPushRoutes } from './push.js';
+import { registerRealmImageRoutes } from './realm_images.js';
 
-/** Per-user and per-organization features: drafts, views, snippets, playgrounds, domains, push tokens. */
+/** Per-user and per-organization features: drafts, views, snippets, playgrounds, domains, push tokens, icon and logos. */
 export function registerOrgRoutes(app: FastifyInstance, services: Services): void {
   registerDraftRoutes(app, services);
   registerNavigationViewRoutes(app, services);
@@ -15,4 +16,5 @@ export function registerOrgRoutes(app: FastifyInstance, services: Services): voi
   registerPlaygroundRoutes(app, services);
   registerRealmDomainRoutes(app, services);
   registerPushRoutes(app, services);
+  registerRealmImageRoutes(app, services);
 }

@@ -1,0 +1,24 @@
+import { readFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * The images the API's URLs name when nothing was uploaded: the organization's default icon
+ * and wide logo, and the avatar shown for a user the caller may not see. They live in the
+ * repository's static/ folder (two levels above this file in src/ and in dist/ alike) and are
+ * read once at start.
+ */
+const IMAGES: Record<string, string> = {
+  'realm-icon.png': 'image/png',
+  'realm-logo.svg': 'image/svg+xml',
+  'unknown-user-avatar.png': 'image/png',
+};
+
+export function registerStaticRoutes(app: FastifyInstance): void {
+  for (const [name, contentType] of Object.entries(IMAGES)) {
+    const data = readFileSync(new URL(`../../../static/images/${name}`, import.meta.url));
+    app.get(`/static/images/${name}`, async (_req, reply) =>
+      // The URLs carry ?version=, changed whenever the organization's image changes.
+      reply.header('Content-Type', contentType).header('Cache-Control', 'public, max-age=86400').send(data),
+    );
+  }
+}
