@@ -93,11 +93,17 @@ export async function checkAddReaction(services: ActionServices, realm: Realm, u
   return { target, emojiName, emojiCode, reactionType };
 }
 
+/**
+ * Zulip's notify_reaction_update. `user` repeats `user_id` with the reactor's API email (the
+ * same for every recipient, as Zulip's user_profile.email) and name: zulip.yaml no longer lists
+ * it, but zulip-terminal stores it as the reaction's user and fails without it.
+ */
 function reactionEvent(op: 'add' | 'remove', user: User, messageId: number, r: { emojiName: string; emojiCode: string; reactionType: string }): ZulipEvent {
   return {
     type: 'reaction',
     op,
     user_id: user.id,
+    user: { user_id: user.id, email: user.email, full_name: user.full_name },
     message_id: messageId,
     emoji_name: r.emojiName,
     emoji_code: r.emojiCode,

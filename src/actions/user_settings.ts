@@ -88,7 +88,8 @@ export async function doChangeUserSettings(
     const realmUserEvents: { event: ZulipEvent; users: number[] }[] = [];
     if (timezoneChanged) {
       realmUserEvents.push({
-        event: { type: 'realm_user', op: 'update', person: { user_id: user.id, timezone: change.timezone } },
+        // Zulip's do_change_user_setting still sends the (deprecated) API email beside user_id.
+        event: { type: 'realm_user', op: 'update', person: { email: row.email, user_id: user.id, timezone: change.timezone } },
         users: await userIdsWhoCanAccess(tx, realm, row),
       });
     }

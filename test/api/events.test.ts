@@ -150,11 +150,11 @@ function queueSuite(server: () => TestServer): void {
   test('event_types filters what a queue receives', async () => {
     const s = server();
     const { hamlet } = s.cast;
-    const q = await registerQueue(hamlet.client, { event_types: ['wanted'] });
-    sendTo(s, [hamlet.user.id], { type: 'unwanted' });
-    sendTo(s, [hamlet.user.id], { type: 'wanted' });
+    const q = await registerQueue(hamlet.client, { event_types: ['test_wanted'] });
+    sendTo(s, [hamlet.user.id], { type: 'test_unwanted' });
+    sendTo(s, [hamlet.user.id], { type: 'test_wanted' });
     const events = await q.collect(200);
-    assert.deepEqual(events.map((e) => e.type), ['wanted']);
+    assert.deepEqual(events.map((e) => e.type), ['test_wanted']);
     // muted_topics is suppressed for clients that also ask for user_topic.
     const both = await registerQueue(hamlet.client, { event_types: ['muted_topics', 'user_topic'] });
     sendTo(s, [hamlet.user.id], { type: 'muted_topics', muted_topics: [] });

@@ -20,6 +20,50 @@ async function reactionsOf(client: ApiClient, id: number): Promise<unknown[]> {
   return ok(await client.get(`/messages/${id}`)).message.reactions;
 }
 
+/**
+ * zulip-terminal's handling of a reaction event, step for step: Model._handle_reaction_event
+ * (zulipterminal/model.py) stores `event.user` as the added reaction's user, and on removal
+ * drops the reaction by emoji and by that user (asserting it is a dict); then
+ * MessageBox.reactions_view (zulipterminal/ui_tools/messages.py) renders the message's reaction
+ * line from each reaction's user id and full_name, and shows no line at all if any of that
+ * fails.
+ */
+interface TerminalReaction {
+  user: unknown;
+  reaction_type: string;
+  emoji_code: string;
+  emoji_name: string;
+}
+
+function terminalApplyReactionEvent(message: { id: number; reactions: TerminalReaction[] }, event: Record<string, any>): void {
+  assert.equal(event.type, 'reaction');
+  if (event.message_id !== message.id) return;
+  if (event.op === 'add') {
+    message.reactions.push({ user: event.user, reaction_type: event.reaction_type, emoji_code: event.emoji_code, emoji_name: event.emoji_name });
+    return;
+  }
+  assert.ok(event.user !== null && typeof event.user === 'object' && !Array.isArray(event.user), 'zulip-terminal: assert isinstance(event["user"], dict)');
+  const i = message.reactions.findIndex((r) => r.emoji_code === event.emoji_code && (r.user as { user_id?: number }).user_id === event.user.user_id);
+  if (i >= 0) message.reactions.splice(i, 1);
+}
+
+function terminalReactionLine(reactions: readonly TerminalReaction[], myUserId: number): string | null {
+  if (reactions.length === 0) return null;
+  try {
+    const byEmoji = new Map<string, string[]>();
+    for (const r of reactions) {
+      const user = r.user as { id?: number; user_id?: number; full_name?: string };
+      const userId = user.id ?? user.user_id;
+      if (userId === undefined || user.full_name === undefined) throw new Error('KeyError');
+      const name = userId === myUserId ? 'You' : user.full_name;
+      byEmoji.set(r.emoji_name, [...(byEmoji.get(r.emoji_name) ?? []), name]);
+    }
+    return [...byEmoji].map(([emoji, names]) => ` :${emoji}: ${names.join(', ')} `).join(' ');
+  } catch {
+    return null;
+  }
+}
+
 forEachDatabase('emoji reactions', (server) => {
   test('POST adds a reaction by name: the message dict lists it and every recipient gets the event', async () => {
     const s = server();
@@ -28,7 +72,16 @@ forEachDatabase('emoji reactions', (server) => {
     const { result, events } = await captureEvents(s, () => othello.client.post(`/messages/${id}/reactions`, { emoji_name: 'octopus' }));
     ok(result);
     assertConforms(result, 'POST', '/messages/{message_id}/reactions');
-    const expected = { type: 'reaction', op: 'add', user_id: othello.user.id, message_id: id, emoji_name: 'octopus', emoji_code: '1f419', reaction_type: 'unicode_emoji' };
+    const expected = {
+      type: 'reaction',
+      op: 'add',
+      user_id: othello.user.id,
+      user: { user_id: othello.user.id, email: othello.user.email, full_name: othello.user.full_name },
+      message_id: id,
+      emoji_name: 'octopus',
+      emoji_code: '1f419',
+      reaction_type: 'unicode_emoji',
+    };
     const reaction = events.filter((e) => e.event.type === 'reaction');
     assert.equal(reaction.length, 1);
     assert.deepEqual(reaction[0]!.event, expected);
@@ -53,13 +106,69 @@ forEachDatabase('emoji reactions', (server) => {
     const e = await q.next('reaction');
     assert.deepEqual(
       { ...e, id: 0 },
-      { id: 0, type: 'reaction', op: 'add', user_id: othello.user.id, message_id: id, emoji_name: 'zulip', emoji_code: 'zulip', reaction_type: 'zulip_extra_emoji' },
+      {
+        id: 0,
+        type: 'reaction',
+        op: 'add',
+        user_id: othello.user.id,
+        user: { user_id: othello.user.id, email: othello.user.email, full_name: othello.user.full_name },
+        message_id: id,
+        emoji_name: 'zulip',
+        emoji_code: 'zulip',
+        reaction_type: 'zulip_extra_emoji',
+      },
     );
     ok(await othello.client.delete(`/messages/${id}/reactions`, { emoji_name: 'zulip', reaction_type: 'zulip_extra_emoji' }, 'query'));
     const removed = await q.next('reaction');
     assert.equal(removed.op, 'remove');
     assert.equal(removed.emoji_code, 'zulip');
     await q.delete();
+  });
+
+  test('zulip-terminal applies reaction events: the reactor is shown, and removal works', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const { id } = await channelMessage(s);
+    // zulip-terminal registers without client_capabilities and indexes messages from GET /messages.
+    const q = await registerQueue(hamlet.client, {
+      event_types: ['message', 'update_message', 'reaction', 'subscription', 'typing', 'update_message_flags', 'user_settings', 'realm_emoji', 'realm_user'],
+      apply_markdown: true,
+      client_gravatar: true,
+    });
+    const fetched = ok(await hamlet.client.get('/messages', { anchor: id, num_before: 0, num_after: 0, narrow: '[]' })).messages[0];
+    const message = { id: fetched.id as number, reactions: [] as TerminalReaction[] };
+
+    ok(await othello.client.post(`/messages/${id}/reactions`, { emoji_name: 'octopus' }));
+    ok(await hamlet.client.post(`/messages/${id}/reactions`, { emoji_name: 'octopus' }));
+    terminalApplyReactionEvent(message, await q.next('reaction'));
+    terminalApplyReactionEvent(message, await q.next('reaction'));
+    assert.equal(terminalReactionLine(message.reactions, hamlet.user.id), ` :octopus: ${othello.user.full_name}, You `);
+
+    ok(await othello.client.delete(`/messages/${id}/reactions`, { emoji_name: 'octopus' }));
+    terminalApplyReactionEvent(message, await q.next('reaction'));
+    assert.equal(terminalReactionLine(message.reactions, hamlet.user.id), ' :octopus: You ');
+    await q.delete();
+  });
+
+  test("the reaction event's user email is the reactor's API email, as every recipient sees it", async () => {
+    const s = server();
+    const { hamlet, othello, admin } = s.cast;
+    const { id } = await channelMessage(s, { subscribers: ['hamlet', 'othello', 'admin'] });
+    ok(await othello.client.patch('/settings', { email_address_visibility: 3 }));
+    try {
+      const shown = ok(await hamlet.client.get(`/users/${othello.user.id}`)).user.email as string;
+      assert.notEqual(shown, othello.user.delivery_email);
+      const { result, events } = await captureEvents(s, () => othello.client.post(`/messages/${id}/reactions`, { emoji_name: 'octopus' }));
+      ok(result);
+      const event = events.find((e) => e.event.type === 'reaction')!;
+      // As Zulip's notify_reaction_update (user_profile.email): one event for every recipient,
+      // admins included; the real address stays in delivery_email, for those allowed to see it.
+      assert.deepEqual(event.event.user, { user_id: othello.user.id, email: shown, full_name: othello.user.full_name });
+      assert.equal(ok(await admin.client.get(`/users/${othello.user.id}`)).user.email, shown);
+      assert.deepEqual(recipientIds(event), [hamlet.user.id, othello.user.id, admin.user.id].sort((a, b) => a - b));
+    } finally {
+      ok(await othello.client.patch('/settings', { email_address_visibility: 1 }));
+    }
   });
 
   test('reacting with an emoji already on the message is a vote: the first name is kept', async () => {
@@ -108,7 +217,16 @@ forEachDatabase('emoji reactions', (server) => {
     ok(result);
     assertConforms(result, 'DELETE', '/messages/{message_id}/reactions');
     const event = events.find((e) => e.event.type === 'reaction')!;
-    assert.deepEqual(event.event, { type: 'reaction', op: 'remove', user_id: othello.user.id, message_id: id, emoji_name: 'octopus', emoji_code: '1f419', reaction_type: 'unicode_emoji' });
+    assert.deepEqual(event.event, {
+      type: 'reaction',
+      op: 'remove',
+      user_id: othello.user.id,
+      user: { user_id: othello.user.id, email: othello.user.email, full_name: othello.user.full_name },
+      message_id: id,
+      emoji_name: 'octopus',
+      emoji_code: '1f419',
+      reaction_type: 'unicode_emoji',
+    });
     assertEventConforms(event.event);
     assert.deepEqual(recipientIds(event), [hamlet.user.id, othello.user.id].sort((a, b) => a - b));
     ok(await othello.client.delete(`/messages/${id}/reactions`, { emoji_code: '1f642' }));

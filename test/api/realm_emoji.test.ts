@@ -71,7 +71,16 @@ forEachDatabase('custom emoji', (server) => {
     ok(result);
     assert.deepEqual(
       { ...events.find((e) => e.event.type === 'reaction')!.event },
-      { type: 'reaction', op: 'add', user_id: othello.user.id, message_id: id, emoji_name: 'blobparrot', emoji_code: emoji.id, reaction_type: 'realm_emoji' },
+      {
+        type: 'reaction',
+        op: 'add',
+        user_id: othello.user.id,
+        user: { user_id: othello.user.id, email: othello.user.email, full_name: othello.user.full_name },
+        message_id: id,
+        emoji_name: 'blobparrot',
+        emoji_code: emoji.id,
+        reaction_type: 'realm_emoji',
+      },
     );
     // A vote for the existing reaction keeps its name, whatever the request says.
     ok(await hamlet.client.post(`/messages/${id}/reactions`, { emoji_name: 'other', emoji_code: emoji.id, reaction_type: 'realm_emoji' }));

@@ -107,7 +107,7 @@ forEachDatabase('PATCH /settings', (server) => {
     assert.deepEqual(own.event, { type: 'user_settings', op: 'update', property: 'timezone', value: 'Europe/Copenhagen' });
     assert.deepEqual(recipientIds(own), [hamlet.user.id]);
     const others = events.find((e) => e.event.type === 'realm_user')!;
-    assert.deepEqual(others.event, { type: 'realm_user', op: 'update', person: { user_id: hamlet.user.id, timezone: 'Europe/Copenhagen' } });
+    assert.deepEqual(others.event, { type: 'realm_user', op: 'update', person: { email: hamlet.user.email, user_id: hamlet.user.id, timezone: 'Europe/Copenhagen' } });
     assert.deepEqual(recipientIds(others), await fetchActiveUserIds(s.app.services.db.kysely, s.realm.id));
     assertEventsConform(events.map((e) => e.event));
     const row = (await fetchUserById(s.app.services.db.kysely, s.realm.id, hamlet.user.id))!;
