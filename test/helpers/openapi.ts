@@ -5,7 +5,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { parse } from 'yaml';
 import type { ApiResponse } from './client.js';
-import { asDocumented } from './event_extras.js';
+import { asDocumented, extrasFor, valuesAtPath } from './event_extras.js';
 
 /**
  * Validates responses against Zulip's own OpenAPI document: where ZULIP_OPENAPI_YAML says (a
@@ -170,7 +170,19 @@ export function eventSchemaErrors(event: Record<string, unknown>): string | null
  * so anything else fails here.
  */
 export function assertEventConforms(event: Record<string, unknown>): void {
-  if (!docOrWarn()) return;
+  const d = docOrWarn();
+  if (!d) return;
   const errors = eventSchemaErrors(asDocumented(event));
   assert.ok(errors === null, `${String(event.type)} event does not match zulip.yaml (plus the listed extras): ${errors}\nevent: ${JSON.stringify(event).slice(0, 2000)}`);
+  for (const x of extrasFor(event)) {
+    const key = `extra ${x.type} ${x.op ?? '*'} ${x.field}`;
+    let validate = compiled.get(key);
+    if (!validate) {
+      validate = ajvFor(d).compile(x.schema);
+      compiled.set(key, validate);
+    }
+    for (const v of valuesAtPath(event, x.field)) {
+      assert.ok(validate(v), `${x.type} event's ${x.field} does not match its EVENT_EXTRAS schema: ${JSON.stringify(validate.errors?.slice(0, 5), null, 1)}\nevent: ${JSON.stringify(event).slice(0, 2000)}`);
+    }
+  }
 }
