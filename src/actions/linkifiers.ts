@@ -69,8 +69,9 @@ export async function accessLinkifier(services: ActionServices, realm: Realm, id
 
 /**
  * Zulip's notify_linkifiers: every active user gets the ordered list as `realm_linkifiers`
- * (empty for clients without linkifier_url_template, which could not use URL templates), and
- * the legacy `realm_filters` event, whose format cannot express templates, with no entries.
+ * (empty for clients without linkifier_url_template, which could not use URL templates). The
+ * legacy `realm_filters` event is not sent since feature level 176: its format cannot express
+ * templates, and an empty one would clear the linkifiers of a client that still applies it.
  */
 async function notifyLinkifiers(services: ActionServices, tx: Tx, afterCommit: (cb: () => void) => void, realm: Realm): Promise<void> {
   const [linkifiers, users] = await Promise.all([fetchLinkifiers(tx, realm.id), fetchActiveUserIds(tx, realm.id)]);
@@ -79,7 +80,6 @@ async function notifyLinkifiers(services: ActionServices, tx: Tx, afterCommit: (
       services.events.send(realm.id, { type: 'realm_linkifiers', realm_linkifiers: list }, users, undefined, { capability: 'linkifier_url_template', value });
     send(linkifiers, true);
     send([], false);
-    services.events.send(realm.id, { type: 'realm_filters', realm_filters: [] }, users);
   });
 }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { ApiClient, ParamValue } from './client.js';
-import { assertEventConforms } from './openapi.js';
+import { assertEventConforms, prepareEventSchema } from './openapi.js';
 
 export interface ZEvent {
   type: string;
@@ -107,6 +107,7 @@ export class TestQueue {
 
 /** POST /register for `client` (every event type unless `params` says otherwise). */
 export async function registerQueue(client: ApiClient, params: Record<string, ParamValue> = {}): Promise<TestQueue> {
+  prepareEventSchema();
   const res = await client.post('/register', params);
   assert.equal(res.status, 200, `POST /register: ${res.status} ${JSON.stringify(res.body)}`);
   return new TestQueue(client, res.body.queue_id, res.body.last_event_id, res.body);
