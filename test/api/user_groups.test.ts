@@ -256,5 +256,8 @@ forEachDatabase('user groups', (server) => {
     const { result, events } = await captureEvents(s, () => hamlet.post(`/user_groups/${b}/subgroups`, { delete: [a] }));
     ok(result);
     assert.deepEqual(events.map((e) => e.event), [{ type: 'user_group', op: 'remove_subgroups', group_id: b, direct_subgroup_ids: [a] }]);
+    const added = await captureEvents(s, () => hamlet.post(`/user_groups/${b}/subgroups`, { add: [a] }));
+    ok(added.result);
+    assert.deepEqual(added.events.map((e) => e.event), [{ type: 'user_group', op: 'add_subgroups', group_id: b, direct_subgroup_ids: [a] }]);
   });
 });
