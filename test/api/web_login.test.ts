@@ -116,6 +116,9 @@ forEachDatabase('web login', (server) => {
       msg: 'Your username or password is incorrect',
     });
     assert.equal(b.cookies.has('parley_session'), false);
+    // "Session", not "Basic": a browser must not answer with its own password dialog.
+    assert.equal((await b.logIn(s.cast.hamlet.user.email, 'wrong')).headers.get('www-authenticate'), 'Session realm="zulip"');
+    assert.equal((await b.fetch('/json/users/me')).headers.get('www-authenticate'), 'Session realm="zulip"');
     const forged = await fetch(`${s.url}/accounts/login/`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },

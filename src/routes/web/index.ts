@@ -30,18 +30,16 @@ const CONTENT_TYPES: Record<string, string> = {
   '.map': 'application/json',
 };
 
-let shellHtml: string | null = null;
-
-/** The app's one HTML page; read once (it changes only with a rebuild, which restarts the server). */
+/**
+ * The app's one HTML page, read on every request (it is under a kilobyte) so that a rebuild
+ * is served at once, never a page naming assets the rebuild removed.
+ */
 function shell(): string | null {
-  if (shellHtml === null) {
-    try {
-      shellHtml = readFileSync(join(WEB_DIST, 'index.html'), 'utf8');
-    } catch {
-      return null;
-    }
+  try {
+    return readFileSync(join(WEB_DIST, 'index.html'), 'utf8');
+  } catch {
+    return null;
   }
-  return shellHtml;
 }
 
 const html = (reply: FastifyReply, status: number, body: string) =>

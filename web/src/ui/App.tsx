@@ -9,6 +9,7 @@ import { Drafts, Inbox, Recent } from './Views';
 import { LeftSidebar, RightSidebar } from './Sidebars';
 import { Shortcuts, useShortcuts } from './Shortcuts';
 import { Avatar } from './Avatar';
+import { SuggestInput } from './SuggestInput';
 
 export function names(s: State): Names {
   return {
@@ -142,7 +143,6 @@ function SearchBox({ s, view, inputRef }: { s: State; view: View; inputRef: { cu
   const shown = view.kind === 'narrow' ? termsToSearch(view.terms, names(s)) : '';
   const [text, setText] = useState(shown);
   useEffect(() => setText(shown), [shown]);
-  const suggestions = searchSuggestions(text, s);
   return (
     <form
       class="search"
@@ -154,23 +154,7 @@ function SearchBox({ s, view, inputRef }: { s: State; view: View; inputRef: { cu
         inputRef.current?.blur();
       }}
     >
-      <input
-        ref={inputRef}
-        type="search"
-        aria-label="Search"
-        placeholder="Search"
-        list="search-suggestions"
-        value={text}
-        onInput={(e) => setText((e.target as HTMLInputElement).value)}
-        onKeyDown={(e) => {
-          if (e.key === 'Escape') (e.target as HTMLInputElement).blur();
-        }}
-      />
-      <datalist id="search-suggestions">
-        {suggestions.map((x) => (
-          <option key={x} value={x} />
-        ))}
-      </datalist>
+      <SuggestInput id="search" type="search" label="Search" placeholder="Search" inputRef={inputRef} value={text} onInput={setText} suggestions={(v) => searchSuggestions(v, s)} />
     </form>
   );
 }
@@ -178,7 +162,7 @@ function SearchBox({ s, view, inputRef }: { s: State; view: View; inputRef: { cu
 /** Completes the operator being typed: channel and user names, and the `is:`/`has:` values. */
 function searchSuggestions(text: string, s: State): string[] {
   const m = /(^|\s)(-?)([a-z-]+):(\S*)$/.exec(text);
-  if (!m) return ['channel:', 'topic:', 'dm:', 'sender:', 'is:starred', 'is:mentioned', 'is:unread', 'has:link', 'has:image', 'has:attachment'].map((x) => (text && !text.endsWith(' ') ? `${text} ${x}` : `${text}${x}`));
+  if (!m) return [];
   const head = text.slice(0, text.length - m[0].length + m[1]!.length) + m[2];
   const op = m[3]!;
   const partial = m[4]!.toLowerCase();

@@ -7,6 +7,7 @@ import { narrowChannel, narrowDm, type View } from '../state/narrow';
 import type { State } from '../state/store';
 import { resolver } from './App';
 import { dmIdsOf } from './format';
+import { SuggestInput } from './SuggestInput';
 
 export interface ComposeHandle {
   reply(m?: Message): void;
@@ -235,10 +236,27 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
       }}
     >
       <div class="compose-modes">
-        <button type="button" class={mode === 'stream' ? 'active' : ''} aria-pressed={mode === 'stream'} onClick={() => setMode('stream')}>
+        <button
+          type="button"
+          class={mode === 'stream' ? 'active' : ''}
+          aria-pressed={mode === 'stream'}
+          onClick={() => {
+            setMode('stream');
+            setTopic('');
+            setTimeout(() => document.getElementById('compose-topic')?.focus());
+          }}
+        >
           New topic
         </button>
-        <button type="button" class={mode === 'private' ? 'active' : ''} aria-pressed={mode === 'private'} onClick={() => setMode('private')}>
+        <button
+          type="button"
+          class={mode === 'private' ? 'active' : ''}
+          aria-pressed={mode === 'private'}
+          onClick={() => {
+            setMode('private');
+            setTimeout(() => document.getElementById('compose-to')?.focus());
+          }}
+        >
           New direct message
         </button>
       </div>
@@ -259,34 +277,36 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
                 ))}
               </select>
               <span aria-hidden="true">›</span>
-              <input
+              <SuggestInput
                 id="compose-topic"
-                aria-label="Topic"
-                list="compose-topics"
+                label="Topic"
                 placeholder={s.realm.mandatory_topics ? 'Topic' : s.realm.empty_topic_display_name}
-                value={topic}
                 maxLength={60}
-                onInput={(e) => setTopic((e.target as HTMLInputElement).value)}
+                value={topic}
+                onInput={setTopic}
+                suggestions={(v) => topics.map((t) => t.name).filter((n) => n && n.toLowerCase().includes(v.toLowerCase()) && n !== v)}
               />
-              <datalist id="compose-topics">
-                {topics.slice(0, 50).map((t) => (
-                  <option key={t.name} value={t.name} />
-                ))}
-              </datalist>
             </>
           ) : (
             <>
-              <input id="compose-to" aria-label="To" list="compose-users" placeholder="Email addresses, separated by commas" value={to} onInput={(e) => setTo((e.target as HTMLInputElement).value)} />
-              <datalist id="compose-users">
-                {[...s.users.values()]
-                  .filter((u) => u.is_active && u.user_id !== s.me.user_id)
-                  .slice(0, 200)
-                  .map((u) => (
-                    <option key={u.user_id} value={u.email}>
-                      {u.full_name}
-                    </option>
-                  ))}
-              </datalist>
+              <SuggestInput
+                id="compose-to"
+                label="To"
+                placeholder="Email addresses, separated by commas"
+                value={to}
+                onInput={setTo}
+                suggestions={(v) => {
+                  const last = (v.split(',').pop() ?? '').trim().toLowerCase();
+                  if (!last) return [];
+                  return [...s.users.values()]
+                    .filter((u) => u.is_active && u.user_id !== s.me.user_id && (u.full_name.toLowerCase().includes(last) || u.email.toLowerCase().startsWith(last)))
+                    .map((u) => `${u.full_name} <${u.email}>`);
+                }}
+                apply={(v, picked) => {
+                  const parts = v.split(',').slice(0, -1).map((x) => x.trim()).filter(Boolean);
+                  return [...parts, /<([^>]+)>$/.exec(picked)![1]!].join(', ') + ', ';
+                }}
+              />
             </>
           )}
         </div>

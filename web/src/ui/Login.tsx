@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, NetworkError, postPage } from '../api/client';
+import { Avatar } from './Avatar';
 
 interface ServerSettings {
   realm_name?: string;
@@ -57,7 +58,7 @@ export function Login() {
     <main class="login">
       <div class="login-box">
         <header class="login-head">
-          {settings.realm_icon && <img src={settings.realm_icon} alt="" width={48} height={48} />}
+          {settings.realm_name && <Avatar url={settings.realm_icon} name={settings.realm_name} id={0} size={48} />}
           <h1>{settings.realm_name ? `Log in to ${settings.realm_name}` : 'Log in'}</h1>
         </header>
         {desktopData ? (

@@ -1,0 +1,118 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import type { Browser } from 'playwright-core';
+import { PASSWORD, startServer, type TestServer } from '../helpers/server.js';
+import { ok } from '../helpers/assert.js';
+import { buildWeb, chromiumMissing, launch, loggedIn } from './helpers.js';
+
+/**
+ * The web app in real Chromium, selected only by the accessible names the issue fixes
+ * (issue 15, item 11): what a person using a screen reader would find.
+ */
+describe('web app in Chromium', { skip: chromiumMissing }, () => {
+  let s: TestServer;
+  let browser: Browser;
+  let general: number;
+
+  before(async () => {
+    buildWeb();
+    s = await startServer('sqlite');
+    const principals = [s.cast.hamlet.user.id, s.cast.othello.user.id];
+    ok(await s.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'general' }], principals }));
+    general = ok(await s.cast.owner.client.get('/get_stream_id', { stream: 'general' })).stream_id;
+    browser = await launch();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await s?.close();
+  });
+
+  test('log in (a wrong password first, shown in place), then log out', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${s.url}/`);
+    assert.match(page.url(), /\/login$/);
+    await page.getByLabel('Email').fill(s.cast.hamlet.user.email);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Your username or password is incorrect' }).waitFor();
+    assert.match(page.url(), /\/login$/);
+
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'general' }).waitFor();
+    assert.equal(new URL(page.url()).pathname, '/');
+
+    await page.getByRole('button', { name: 'Menu' }).click();
+    await page.getByRole('menuitem', { name: 'Log out' }).click();
+    await page.getByRole('button', { name: 'Log in' }).waitFor();
+    // The session is over on the server, not only in this tab.
+    const status = await page.evaluate(async () => (await fetch('/json/users/me')).status);
+    assert.equal(status, 401);
+    await context.close();
+  });
+
+  test('after logging in, back where the person was going', async () => {
+    const { context, page } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, `#narrow/channel/${general}-general`);
+    assert.equal(new URL(page.url()).hash, `#narrow/channel/${general}-general`);
+    await page.getByRole('heading', { name: '#general' }).waitFor();
+    await context.close();
+  });
+
+  test('one person sends to a topic; the other sees it live with the unread count, opens it, and the count clears', async () => {
+    const hamlet = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD);
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD);
+    const channels = othello.page.getByRole('navigation', { name: 'Channels' });
+    await channels.getByRole('link', { name: 'general', exact: true }).waitFor();
+
+    const text = `Lunch at noon? ${randomBytes(3).toString('hex')}`;
+    await hamlet.page.getByRole('combobox', { name: 'Channel' }).selectOption({ label: '#general' });
+    await hamlet.page.getByRole('textbox', { name: 'Topic' }).fill('lunch');
+    await hamlet.page.getByRole('textbox', { name: 'Message' }).fill(text);
+    await hamlet.page.getByRole('button', { name: 'Send' }).click();
+    await hamlet.page.getByRole('textbox', { name: 'Message' }).and(hamlet.page.locator(':placeholder-shown')).waitFor();
+
+    // Live, through Othello's event queue: the count appears without a reload.
+    const unread = channels.getByRole('link', { name: 'general 1 unread' });
+    await unread.waitFor();
+    await unread.click();
+    const message = othello.page.getByRole('article').filter({ hasText: text });
+    await message.waitFor();
+    assert.match((await message.textContent()) ?? '', /King Hamlet/);
+    // Seen in a narrow that marks read: the count clears here and on the server.
+    await channels.getByRole('link', { name: 'general', exact: true }).waitFor();
+    // The page sends the read flags in batches: wait for the batch to reach the server.
+    let flags: string[] = [];
+    for (let i = 0; i < 50 && !flags.includes('read'); i++) {
+      if (i) await new Promise((r) => setTimeout(r, 100));
+      flags = ok(await s.cast.othello.client.get('/messages', { anchor: 'newest', num_before: 1, num_after: 0, narrow: [{ operator: 'channel', operand: general }] })).messages[0].flags;
+    }
+    assert.ok(flags.includes('read'), `flags: ${flags}`);
+
+    await hamlet.context.close();
+    await othello.context.close();
+  });
+
+  test('mobile_flow_otp: the login page hands the Zulip app its API key, encrypted by the one-time pad', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const otp = randomBytes(32).toString('hex');
+    await page.goto(`${s.url}/accounts/login/?mobile_flow_otp=${otp}`);
+    await page.getByLabel('Email').fill(s.cast.hamlet.user.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    const answer = page.waitForResponse((r) => r.url().endsWith('/accounts/login/') && r.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    const { redirect_to } = (await (await answer).json()) as { redirect_to: string };
+    const url = new URL(redirect_to);
+    assert.equal(`${url.protocol}//${url.host}`, 'zulip://login');
+    const hex = url.searchParams.get('otp_encrypted_api_key')!;
+    let key = '';
+    for (let i = 0; i < hex.length; i++) key += (parseInt(hex[i]!, 16) ^ parseInt(otp[i]!, 16)).toString(16);
+    assert.equal(Buffer.from(key, 'hex').toString('ascii'), s.cast.hamlet.user.api_key);
+    assert.equal(url.searchParams.get('email'), s.cast.hamlet.user.delivery_email);
+    assert.equal(url.searchParams.get('user_id'), String(s.cast.hamlet.user.id));
+    await context.close();
+  });
+});
