@@ -95,6 +95,88 @@ describe('web app in Chromium', { skip: chromiumMissing }, () => {
     await othello.context.close();
   });
 
+  test('a direct message with the typing indicator; a reaction toggled; an edit, a topic move and a deletion, live on the other side', async () => {
+    const hamlet = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD);
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, `#narrow/dm/${s.cast.hamlet.user.id}-King-Hamlet`);
+    hamlet.page.on('dialog', (d) => void d.accept());
+
+    // Typing in a direct message shows on the other side, then the message arrives.
+    await hamlet.page.getByRole('button', { name: 'New direct message' }).click();
+    await hamlet.page.getByRole('textbox', { name: 'To' }).fill(s.cast.othello.user.email);
+    await hamlet.page.getByRole('textbox', { name: 'Message' }).pressSequentially('Are you ', { delay: 20 });
+    await othello.page.getByRole('status').filter({ hasText: 'King Hamlet is typing' }).waitFor();
+    await hamlet.page.getByRole('textbox', { name: 'Message' }).pressSequentially('there?');
+    await hamlet.page.getByRole('button', { name: 'Send' }).click();
+    const dm = othello.page.getByRole('article').filter({ hasText: 'Are you there?' });
+    await dm.waitFor();
+
+    // A reaction through the picker, seen by both; toggled by the other person.
+    await dm.hover();
+    await dm.getByRole('button', { name: 'Add reaction' }).click();
+    await othello.page.getByRole('textbox', { name: 'Search emoji' }).or(othello.page.getByRole('searchbox', { name: 'Search emoji' })).fill('tada');
+    await othello.page.getByRole('dialog', { name: 'Emoji picker' }).getByRole('button', { name: 'tada', exact: true }).click();
+    await dm.getByRole('button', { name: 'tada 1' }).waitFor();
+    await hamlet.page.goto(`${s.url}/#narrow/dm/${s.cast.othello.user.id}-Othello`);
+    const mine = hamlet.page.getByRole('article').filter({ hasText: 'Are you there?' });
+    await mine.getByRole('button', { name: 'tada 1' }).click();
+    await mine.getByRole('button', { name: 'tada 2' }).waitFor();
+    await dm.getByRole('button', { name: 'tada 2' }).waitFor();
+    await dm.getByRole('button', { name: 'tada 2' }).click();
+    await mine.getByRole('button', { name: 'tada 1' }).waitFor();
+
+    // An edit appears live, marked "edited".
+    await mine.hover();
+    await mine.getByRole('button', { name: 'Message actions' }).click();
+    await hamlet.page.getByRole('menuitem', { name: 'Edit' }).click();
+    await hamlet.page.getByRole('textbox', { name: 'Edit message' }).fill('Are you there, Othello?');
+    await hamlet.page.getByRole('button', { name: 'Save' }).click();
+    const edited = othello.page.getByRole('article').filter({ hasText: 'Are you there, Othello?' });
+    await edited.waitFor();
+    await edited.getByText('edited').waitFor();
+
+    // A topic move and a deletion in a channel, live.
+    await othello.page.goto(`${s.url}/#narrow/channel/${general}-general`);
+    await othello.page.getByRole('heading', { name: '#general' }).waitFor();
+    await hamlet.page.getByRole('button', { name: 'New topic' }).click();
+    await hamlet.page.getByRole('combobox', { name: 'Channel' }).selectOption({ label: '#general' });
+    await hamlet.page.getByRole('textbox', { name: 'Topic' }).fill('plans');
+    await hamlet.page.getByRole('textbox', { name: 'Message' }).fill('Move me');
+    await hamlet.page.getByRole('button', { name: 'Send' }).click();
+    const moving = othello.page.getByRole('article').filter({ hasText: 'Move me' });
+    await moving.waitFor();
+    const sent = hamlet.page.getByRole('article').filter({ hasText: 'Move me' });
+    await sent.hover();
+    await sent.getByRole('button', { name: 'Message actions' }).click();
+    await hamlet.page.getByRole('menuitem', { name: 'Edit' }).click();
+    await hamlet.page.getByRole('textbox', { name: 'Edit topic' }).fill('new plans');
+    await hamlet.page.getByRole('combobox', { name: 'Move' }).selectOption('change_all');
+    await hamlet.page.getByRole('button', { name: 'Save' }).click();
+    await othello.page.getByRole('link', { name: 'new plans' }).first().waitFor();
+
+    await sent.hover();
+    await sent.getByRole('button', { name: 'Message actions' }).click();
+    await hamlet.page.getByRole('menuitem', { name: 'Delete' }).click();
+    await moving.waitFor({ state: 'detached' });
+
+    await hamlet.context.close();
+    await othello.context.close();
+  });
+
+  test('search by typing and by address', async () => {
+    ok(await s.cast.hamlet.client.post('/messages', { type: 'stream', to: general, topic: 'fruit', content: 'The pineapple is ripe' }));
+    const { context, page } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD);
+    await page.getByRole('searchbox', { name: 'Search' }).fill('pineapple');
+    await page.getByRole('searchbox', { name: 'Search' }).press('Enter');
+    await page.getByRole('article').filter({ hasText: 'The pineapple is ripe' }).waitFor();
+    assert.equal(new URL(page.url()).hash, '#narrow/search/pineapple');
+
+    await page.goto(`${s.url}/#narrow/channel/${general}-general/topic/fruit`);
+    await page.getByRole('heading', { name: '#general › fruit' }).waitFor();
+    await page.getByRole('article').filter({ hasText: 'The pineapple is ripe' }).waitFor();
+    assert.equal(await page.getByRole('searchbox', { name: 'Search' }).inputValue(), 'channel:general topic:fruit');
+    await context.close();
+  });
+
   test('mobile_flow_otp: the login page hands the Zulip app its API key, encrypted by the one-time pad', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();

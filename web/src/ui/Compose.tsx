@@ -278,6 +278,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
               </select>
               <span aria-hidden="true">›</span>
               <SuggestInput
+                key="topic"
                 id="compose-topic"
                 label="Topic"
                 placeholder={s.realm.mandatory_topics ? 'Topic' : s.realm.empty_topic_display_name}
@@ -290,6 +291,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
           ) : (
             <>
               <SuggestInput
+                key="to"
                 id="compose-to"
                 label="To"
                 placeholder="Email addresses, separated by commas"

@@ -8,7 +8,8 @@ let unicode: Promise<Entry[]> | null = null;
 
 /** The server's Unicode emoji names (server_emoji_data_url), fetched the first time a picker opens. */
 function unicodeEmoji(url: string): Promise<Entry[]> {
-  unicode ??= fetch(url)
+  // Same origin whatever host name the server's EXTERNAL_URL names.
+  unicode ??= fetch(new URL(url, window.location.href).pathname)
     .then((r) => r.json())
     .then((d: { code_to_names: Record<string, string[]> }) => {
       const out: Entry[] = [];

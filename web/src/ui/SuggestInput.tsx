@@ -36,7 +36,7 @@ export function SuggestInput(p: {
         aria-autocomplete="list"
         autoComplete="off"
         placeholder={p.placeholder}
-        maxLength={p.maxLength}
+        {...(p.maxLength !== undefined ? { maxLength: p.maxLength } : {})}
         value={p.value}
         onInput={(e) => {
           p.onInput((e.target as HTMLInputElement).value);
