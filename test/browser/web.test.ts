@@ -1,8 +1,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
-import { PASSWORD, startServer, type TestServer } from '../helpers/server.js';
+import { freshDatabaseUrl, listenApp, OWNER_EMAIL, PASSWORD, startServer, testConfig, type TestServer } from '../helpers/server.js';
+import { buildApp, type App } from '../../src/app.js';
+import { ApiClient } from '../helpers/client.js';
 import { ok } from '../helpers/assert.js';
 import { buildWeb, chromiumMissing, launch, loggedIn } from './helpers.js';
 
@@ -177,6 +180,31 @@ describe('web app in Chromium', { skip: chromiumMissing }, () => {
     await context.close();
   });
 
+  test('an image uploaded by drag-and-drop, shown inline', async () => {
+    const { context, page } = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD, `#narrow/channel/${general}-general/topic/pictures`);
+    await page.getByRole('heading', { name: '#general › pictures' }).waitFor();
+    // A 1x1 PNG, dropped on compose as a file dragged from the desktop would be.
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const drop = await page.evaluateHandle((b64) => {
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bytes], 'dot.png', { type: 'image/png' }));
+      return dt;
+    }, png);
+    await page.getByRole('region', { name: 'Compose' }).dispatchEvent('drop', { dataTransfer: drop });
+    const message = page.getByRole('textbox', { name: 'Message' });
+    await page.waitForFunction(() => /\[dot\.png\]\(\/user_uploads\//.test((document.querySelector('textarea[aria-label="Message"]') as HTMLTextAreaElement).value));
+    await message.press('Control+Enter');
+    const article = page.getByRole('article').filter({ has: page.locator('.message_inline_image img') });
+    await article.waitFor();
+    const loaded = await article.locator('.message_inline_image img').evaluate(async (img: HTMLImageElement) => {
+      if (!img.complete) await new Promise((r) => img.addEventListener('load', r, { once: true }));
+      return img.naturalWidth;
+    });
+    assert.equal(loaded, 1);
+    await context.close();
+  });
+
   test('mobile_flow_otp: the login page hands the Zulip app its API key, encrypted by the one-time pad', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
@@ -195,6 +223,55 @@ describe('web app in Chromium', { skip: chromiumMissing }, () => {
     assert.equal(Buffer.from(key, 'hex').toString('ascii'), s.cast.hamlet.user.api_key);
     assert.equal(url.searchParams.get('email'), s.cast.hamlet.user.delivery_email);
     assert.equal(url.searchParams.get('user_id'), String(s.cast.hamlet.user.id));
+    await context.close();
+  });
+});
+
+describe('web app across a server restart', { skip: chromiumMissing }, () => {
+  let app: App | null = null;
+  let browser: Browser;
+  let drop: () => Promise<void>;
+  let dataDir: string | undefined;
+
+  after(async () => {
+    await browser?.close();
+    await app?.close();
+    await drop?.();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('the page says it is reconnecting, then catches up without a reload; a lost queue is registered again', async () => {
+    const db = await freshDatabaseUrl('sqlite');
+    drop = db.drop;
+    const config = testConfig(db.url);
+    dataDir = config.dataDir;
+    const first = await listenApp(config);
+    app = first.app;
+    const port = Number(new URL(first.url).port);
+    const owner = ok(await new ApiClient(first.url, null, null).post('/fetch_api_key', { username: OWNER_EMAIL, password: PASSWORD }));
+    const api = new ApiClient(first.url, OWNER_EMAIL, owner.api_key);
+    ok(await api.post('/users/me/subscriptions', { subscriptions: [{ name: 'general' }] }));
+    browser = await launch();
+    const { context, page, queueId } = await loggedIn(browser, first.url, OWNER_EMAIL, PASSWORD, '#feed');
+    await page.evaluate(() => ((window as unknown as { marker: number }).marker = 1));
+    await page.getByRole('textbox', { name: 'Message' }).fill('half-written');
+
+    await app.close();
+    app = null;
+    await page.getByRole('status').filter({ hasText: 'Reconnecting' }).waitFor();
+    app = await buildApp(config, { announce: () => undefined });
+    await app.fastify.listen({ port, host: '127.0.0.1' });
+    ok(await api.post('/messages', { type: 'stream', to: 'general', topic: 'back', content: 'We are back' }));
+    await page.getByRole('article').filter({ hasText: 'We are back' }).waitFor({ timeout: 20000 });
+    await page.getByRole('status').filter({ hasText: 'Reconnecting' }).waitFor({ state: 'detached' });
+    assert.equal(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 1, 'no reload');
+
+    // The queue gone (BAD_EVENT_QUEUE_ID): the page registers again, keeping its place and the draft.
+    ok(await api.request('DELETE', '/events', { queue_id: queueId }));
+    ok(await api.post('/messages', { type: 'stream', to: 'general', topic: 'back', content: 'After the queue was lost' }));
+    await page.getByRole('article').filter({ hasText: 'After the queue was lost' }).waitFor({ timeout: 20000 });
+    assert.equal(await page.getByRole('textbox', { name: 'Message' }).inputValue(), 'half-written');
+    assert.equal(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 1, 'no reload');
     await context.close();
   });
 });
