@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
