@@ -34,6 +34,7 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
     placed.current = list;
     const i = ids.indexOf(list.anchorId);
     const last = i === ids.length - 1;
+    stick.current = last && list.foundNewest;
     virtualizer.scrollToIndex(Math.max(0, i), { align: last ? 'end' : 'start' });
     setSelected(list.anchorId);
   }, [list, list?.version]);
@@ -51,11 +52,25 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
     if (start !== undefined) el.scrollTop = start - k.delta;
   }, [ids[0]]);
 
-  // New messages at the bottom: follow them if the reader was at the bottom.
-  const atBottom = useRef(true);
+  // At the bottom, the feed stays there as messages arrive and rows are measured. Only the
+  // reader (wheel, touch, keys, the scrollbar) decides to leave the bottom or come back to it;
+  // scrolls the virtual list makes itself while measuring do not.
+  const stick = useRef(false);
+  const userScrolled = useRef(false);
   useLayoutEffect(() => {
-    if (atBottom.current && ids.length && list?.foundNewest && placed.current === list) virtualizer.scrollToIndex(ids.length - 1, { align: 'end' });
-  }, [ids.at(-1)]);
+    const el = scroller.current;
+    if (el && stick.current && placed.current === list && list?.foundNewest) el.scrollTop = el.scrollHeight;
+  });
+  useEffect(() => {
+    const el = scroller.current;
+    if (!el) return;
+    const mark = () => (userScrolled.current = true);
+    const events = ['wheel', 'touchmove', 'keydown', 'pointerdown'] as const;
+    for (const e of events) el.addEventListener(e, mark, { passive: true });
+    return () => {
+      for (const e of events) el.removeEventListener(e, mark);
+    };
+  }, [scroller.current]);
 
   const items = virtualizer.getVirtualItems();
 
@@ -63,7 +78,10 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
     const el = scroller.current;
     const l = s.list;
     if (!el || !l) return;
-    atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+    if (userScrolled.current) {
+      userScrolled.current = false;
+      stick.current = l.foundNewest && el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+    }
     const vis = virtualizer.getVirtualItems();
     const top = el.scrollTop;
     const bottom = top + el.clientHeight;
