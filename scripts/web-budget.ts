@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 // Measures the web app's budgets (issue 15) and prints them for docs/web.md:
 //   1. initial JavaScript of a logged-in `/`, gzipped (budget 250 KB);
 //   2. from opening `/#feed` to the first message on screen, for a member of the benchmark's
@@ -73,6 +74,13 @@ try {
     await page.getByRole('article').first().waitFor({ timeout: 30000 });
     runs.push(Date.now() - t0);
   }
+  const phases = await page.evaluate(() =>
+    performance
+      .getEntriesByType('resource')
+      .filter((e): e is PerformanceResourceTiming => /\/json\/(register|messages)/.test(e.name))
+      .map((e) => `${new URL(e.name).pathname} ${Math.round(e.startTime)}→${Math.round(e.responseEnd)} ms`)
+      .concat([`DOMContentLoaded ${Math.round((performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).domContentLoadedEventEnd)} ms`]),
+  );
   const initial = new Map(scripts.map((x) => [x.url, x.gz]));
   const totalGz = [...initial.values()].reduce((a, b) => a + b, 0);
   runs.sort((a, b) => a - b);
@@ -126,6 +134,7 @@ try {
   console.log(`| the same, returning visit (median of 5) | ${runs[2]} ms (min ${runs[0]}, max ${runs[4]}) | 1000 ms |`);
   console.log(`| Longest main-thread task typing in compose, ${sent} messages at 100/s | ${Math.round(longest)} ms (typing took ${typingMs} ms) | 50 ms |`);
   for (const [url, gz] of initial) console.log(`  ${url}: ${(gz / 1024).toFixed(1)} KB`);
+  console.log(`  last returning visit: ${phases.join(', ')}`);
 } finally {
   await browser.close();
   await app.close();

@@ -13,6 +13,8 @@ export default defineConfig({
   },
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   build: {
+    // Two pages, each loading exactly its own code: the app (/) and the login page (/login).
+    rollupOptions: { input: { app: `${root}index.html`, login: `${root}login.html` } },
     outDir: 'dist',
     emptyOutDir: true,
     target: 'es2022',

@@ -34,9 +34,9 @@ const CONTENT_TYPES: Record<string, string> = {
  * The app's one HTML page, read on every request (it is under a kilobyte) so that a rebuild
  * is served at once, never a page naming assets the rebuild removed.
  */
-function shell(): string | null {
+function shell(page: 'index' | 'login'): string | null {
   try {
-    return readFileSync(join(WEB_DIST, 'index.html'), 'utf8');
+    return readFileSync(join(WEB_DIST, `${page}.html`), 'utf8');
   } catch {
     return null;
   }
@@ -49,10 +49,10 @@ const messagePage = (title: string, text: string): string =>
   `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem}</style></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p><p><a href="/login">Log in</a></p></body></html>`;
 
-function sendShell(services: Services, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+function sendShell(services: Services, req: FastifyRequest, reply: FastifyReply, which: 'index' | 'login'): FastifyReply {
   const csrf = ensureCsrfCookie(services, req);
   if (csrf) reply.header('Set-Cookie', csrf);
-  const page = shell();
+  const page = shell(which);
   if (page === null) return html(reply, 503, messagePage('Web app not built', 'Run `npm run build` to build the web app, then restart the server.'));
   return html(reply, 200, page);
 }
@@ -102,7 +102,7 @@ export function registerWebRoutes(app: FastifyInstance, services: Services): voi
     const realm = await requestRealm(services, req);
     const user = await sessionUser(services, realm, req);
     if (!user || !user.is_active || realm.deactivated) return reply.redirect('/login');
-    return sendShell(services, req, reply);
+    return sendShell(services, req, reply, 'index');
   });
 
   for (const path of ['/login', '/accounts/login']) {
@@ -118,7 +118,7 @@ export function registerWebRoutes(app: FastifyInstance, services: Services): voi
       const user = await sessionUser(services, realm, req);
       const appFlow = q.mobile_flow_otp !== undefined || q.desktop_flow_otp !== undefined;
       if (user && user.is_active && !realm.deactivated && !appFlow) return reply.redirect(safeNext(q.next));
-      return sendShell(services, req, reply);
+      return sendShell(services, req, reply, 'login');
     });
   }
 

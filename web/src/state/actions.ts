@@ -3,7 +3,7 @@ import { EventLoop, register } from '../api/events';
 import type { Message } from '../api/types';
 import { applyEvents, setApplyHooks } from './apply';
 import { messageMatches, narrowMarksRead, type Term, type View } from './narrow';
-import { applyPresences, mergeIds, newList, stateFromRegister, store, type MessageList } from './store';
+import { applyPresences, mergeIds, newList, noteDm, stateFromRegister, store, type MessageList } from './store';
 
 /**
  * The web app's use cases: each calls the API and, where the user should see the result at
@@ -17,8 +17,8 @@ export const feedPosition = { anchorId: null as number | null };
 
 const FETCH_BATCH = 50;
 
-export async function boot(): Promise<void> {
-  const r = await register();
+export async function boot(registration: Promise<Record<string, any>>): Promise<void> {
+  const r = await registration;
   store.state = stateFromRegister(r);
   setApplyHooks({ refetchList: () => void reloadList(), confirmLocal });
   loop = new EventLoop({
@@ -118,7 +118,10 @@ function reloadList(): void {
 
 function ingest(list: MessageList, messages: Message[]): void {
   const s = store.s;
-  for (const m of messages) s.messages.set(m.id, { ...m, flags: m.flags ?? [] });
+  for (const m of messages) {
+    s.messages.set(m.id, { ...m, flags: m.flags ?? [] });
+    noteDm(s, m);
+  }
   mergeIds(list, messages.map((m) => m.id));
 }
 

@@ -1,6 +1,6 @@
 import type { Message, ServerEvent } from '../api/types';
 import { messageMatches } from './narrow';
-import { applyPresences, mergeIds, store, userTopicKey, type State } from './store';
+import { applyPresences, mergeIds, noteDm, store, userTopicKey, type State } from './store';
 import { dmKey } from './unread';
 
 const hooks: { refetchList: () => void; confirmLocal: (localId: string, m: Message) => void } = {
@@ -48,6 +48,7 @@ export function applyEvent(state: State, e: ServerEvent): void {
       state.messages.set(m.id, m);
       if (!m.flags.includes('read')) state.unread.add(m);
       if (m.type === 'stream') noteTopic(state, m.stream_id!, m.subject, m.id);
+      else noteDm(state, m);
       state.typing = state.typing.filter((t) => t.userId !== m.sender_id);
       const list = state.list;
       if (list && list.foundNewest) {
@@ -139,6 +140,7 @@ export function applyEvent(state: State, e: ServerEvent): void {
       return;
     }
     case 'realm_user': {
+      state.users = new Map(state.users);
       if (e.op === 'add') state.users.set(e.person.user_id, e.person);
       else if (e.op === 'update') {
         const u = state.users.get(e.person.user_id);

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Draft, Message, Subscription, Topic, User } from '../api/types';
-import { UnreadIndex } from './unread';
+import { dmKey, UnreadIndex } from './unread';
 import type { Term } from './narrow';
 
 export type Presence = 'active' | 'idle' | 'offline';
@@ -53,6 +53,8 @@ export interface State {
   presence: Map<number, Presence>;
   typing: TypingEntry[];
   drafts: Draft[];
+  /** Direct-message conversations by participants (without me), newest message id: register's recent_private_conversations, kept current. */
+  recentDms: Map<string, { ids: number[]; maxId: number }>;
   /** Register's server_emoji_data_url (Unicode emoji names) and the organization's custom emoji. */
   emojiDataUrl: string | null;
   realmEmoji: Map<string, { name: string; source_url: string; deactivated: boolean }>;
@@ -72,14 +74,20 @@ class Store {
     return this.state;
   }
 
-  /** Coalesces the changes of one turn (a batch of events) into one render. */
+  /**
+   * Coalesces changes into at most one render per frame: a busy organization's events arrive
+   * many times a second, and typing must not wait behind a render for each batch.
+   */
   changed(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    queueMicrotask(() => {
+    const run = () => {
       this.scheduled = false;
       for (const l of this.listeners) l();
-    });
+    };
+    // A hidden tab gets no animation frames; it still renders, less often.
+    if (document.visibilityState === 'visible') requestAnimationFrame(run);
+    else setTimeout(run, 250);
   }
 
   subscribe(l: Listener): () => void {
@@ -149,6 +157,7 @@ export function stateFromRegister(r: Record<string, any>): State {
     presence: new Map(),
     typing: [],
     drafts: r.drafts ?? [],
+    recentDms: new Map((r.recent_private_conversations ?? []).map((c: { user_ids: number[]; max_message_id: number }) => [dmKey(c.user_ids), { ids: c.user_ids, maxId: c.max_message_id }])),
     emojiDataUrl: r.server_emoji_data_url ?? null,
     realmEmoji: new Map(Object.entries(r.realm_emoji ?? {})),
     list: null,
@@ -161,6 +170,8 @@ export function stateFromRegister(r: Record<string, any>): State {
 /** Zulip's presence rule: active within 140 s of the server's clock; idle if seen but not active. */
 export function applyPresences(state: State, presences: Record<string, any>, serverTimestamp: number): void {
   const OFFLINE_THRESHOLD = 140;
+  // A new map, so that what shows presence re-renders only when presence changed.
+  state.presence = new Map(state.presence);
   for (const [key, p] of Object.entries(presences)) {
     const id = Number(key);
     const active = p.active_timestamp ?? p.aggregated?.timestamp ?? 0;
@@ -172,6 +183,15 @@ export function applyPresences(state: State, presences: Record<string, any>, ser
 
 export function newList(terms: Term[]): MessageList {
   return { terms, ids: [], foundOldest: false, foundNewest: false, loadingOlder: false, loadingNewer: false, anchorId: null, version: 0 };
+}
+
+/** Notes a direct message in the recent conversations list. */
+export function noteDm(state: State, m: Message): void {
+  if (m.type !== 'private' || !Number.isInteger(m.id) || !Array.isArray(m.display_recipient)) return;
+  const ids = m.display_recipient.map((r) => r.id).filter((id) => id !== state.me.user_id);
+  const k = dmKey(ids);
+  const e = state.recentDms.get(k);
+  if (!e || e.maxId < m.id) state.recentDms.set(k, { ids, maxId: m.id });
 }
 
 /** Inserts ids into a sorted list, keeping it sorted and free of duplicates. */

@@ -38,7 +38,7 @@ export function navigate(v: View, s: State): void {
   else openView(v);
 }
 
-export function App() {
+export function App({ registration }: { registration: Promise<Record<string, any>> }) {
   const s = useStore();
   const [bootError, setBootError] = useState<string | null>(null);
   const [v, setV] = useState<View>(hashToView(window.location.hash));
@@ -52,7 +52,7 @@ export function App() {
   useEffect(() => {
     const onLoggedOut = () => window.location.assign(`/login${window.location.hash}`);
     window.addEventListener('parley:logged-out', onLoggedOut);
-    boot()
+    boot(registration)
       .then(() => openView(hashToView(window.location.hash)))
       .catch((e) => {
         if (e instanceof ApiError || e instanceof NetworkError) setBootError(e.message);
@@ -132,7 +132,7 @@ export function App() {
         {cur.kind === 'narrow' && <Feed s={s} compose={compose} />}
         <Compose ref={compose} s={s} view={cur} />
       </main>
-      <RightSidebar s={s} />
+      <RightSidebar s={s} users={s.users} presence={s.presence} />
       {(leftOpen || rightOpen) && <div class="scrim" onClick={() => { setLeftOpen(false); setRightOpen(false); }} />}
       {showShortcuts && <Shortcuts onClose={() => setShowShortcuts(false)} />}
     </div>

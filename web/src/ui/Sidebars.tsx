@@ -1,3 +1,4 @@
+import { memo } from 'preact/compat';
 import { useEffect } from 'preact/hooks';
 import { fetchTopics, markNarrowRead } from '../state/actions';
 import { narrowChannel, narrowDm, viewToHash, type View } from '../state/narrow';
@@ -32,14 +33,7 @@ export function LeftSidebar({ s, view }: { s: State; view: View }) {
 
   const subs = [...s.subs.values()].sort((a, b) => Number(!!b.pin_to_top) - Number(!!a.pin_to_top) || a.name.localeCompare(b.name));
   const isView = (hash: string) => viewToHash(view, n) === hash;
-  const dmConversations = new Map<string, { ids: number[]; maxId: number }>();
-  for (const m of s.messages.values()) {
-    if (m.type !== 'private' || !Number.isInteger(m.id)) continue;
-    const ids = (m.display_recipient as { id: number }[]).map((r) => r.id).filter((id) => id !== s.me.user_id);
-    const k = dmKey(ids);
-    const e = dmConversations.get(k);
-    if (!e || e.maxId < m.id) dmConversations.set(k, { ids, maxId: m.id });
-  }
+  const dmConversations = new Map(s.recentDms);
   for (const c of s.unread.conversations()) {
     if (c.conv.kind !== 'dm') continue;
     const k = dmKey(c.conv.user_ids);
@@ -168,7 +162,8 @@ function TopicList({ s, streamId, currentTopic }: { s: State; streamId: number; 
   );
 }
 
-export function RightSidebar({ s }: { s: State }) {
+/** Re-renders only when people or presence change (applyEvent replaces those maps then). */
+export const RightSidebar = memo(function RightSidebar({ s }: { s: State; users: State['users']; presence: State['presence'] }) {
   const rank = (p: Presence | undefined) => (p === 'active' ? 0 : p === 'idle' ? 1 : 2);
   const users = [...s.users.values()]
     .filter((u) => u.is_active && !u.is_bot)
@@ -190,4 +185,4 @@ export function RightSidebar({ s }: { s: State }) {
       </ul>
     </aside>
   );
-}
+}, (a, b) => a.users === b.users && a.presence === b.presence);
