@@ -164,6 +164,8 @@ export function stateFromRegister(r: Record<string, any>): State {
     connection: 'connected',
   };
   applyPresences(state, r.presences ?? {}, r.server_timestamp ?? Date.now() / 1000);
+  // Whoever has the app open is active, before the first presence report says so.
+  state.presence.set(state.me.user_id, 'active');
   return state;
 }
 
@@ -174,8 +176,16 @@ export function applyPresences(state: State, presences: Record<string, any>, ser
   state.presence = new Map(state.presence);
   for (const [key, p] of Object.entries(presences)) {
     const id = Number(key);
-    const active = p.active_timestamp ?? p.aggregated?.timestamp ?? 0;
-    const idle = p.idle_timestamp ?? 0;
+    // Modern (active/idle timestamps) or legacy (per-client {status, timestamp}) presence.
+    let active = p.active_timestamp ?? 0;
+    let idle = p.idle_timestamp ?? 0;
+    if (p.active_timestamp === undefined) {
+      for (const c of Object.values(p) as { status?: string; timestamp?: number }[]) {
+        if (!c || typeof c !== 'object' || typeof c.timestamp !== 'number') continue;
+        if (c.status === 'active') active = Math.max(active, c.timestamp);
+        idle = Math.max(idle, c.timestamp);
+      }
+    }
     const status: Presence = serverTimestamp - active < OFFLINE_THRESHOLD ? 'active' : serverTimestamp - idle < OFFLINE_THRESHOLD ? 'idle' : 'offline';
     state.presence.set(Number.isNaN(id) ? (state.users.get(Number(p.user_id))?.user_id ?? id) : id, status);
   }

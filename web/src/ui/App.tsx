@@ -87,6 +87,8 @@ export function App({ registration }: { registration: Promise<Record<string, any
   const cur = currentView();
   return (
     <div class={`app${leftOpen ? ' left-open' : ''}${rightOpen ? ' right-open' : ''}`}>
+      {/* Your own mentions stand out, as in Zulip; the server's HTML names the mentioned user by id. */}
+      <style>{`.rendered-markdown .user-mention[data-user-id="${s.me.user_id}"]{background:var(--mention-me)}`}</style>
       <header class="topbar">
         <button class="icon-button phone-only" aria-label="Show channels and views" aria-expanded={leftOpen} onClick={() => setLeftOpen(!leftOpen)}>
           ☰
@@ -102,7 +104,12 @@ export function App({ registration }: { registration: Promise<Record<string, any
           </span>
         )}
         <button class="icon-button phone-only" aria-label="Show users" aria-expanded={rightOpen} onClick={() => setRightOpen(!rightOpen)}>
-          👥
+          <svg width="20" height="20" viewBox="0 0 24 24" aria-hidden="true" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round">
+            <circle cx="9" cy="8" r="3.5" />
+            <path d="M2.5 20c0-3.6 2.9-6 6.5-6s6.5 2.4 6.5 6" />
+            <circle cx="17" cy="9" r="2.5" />
+            <path d="M16 14.2c3 .1 5.5 2.1 5.5 5.3" />
+          </svg>
         </button>
         <div class="menu">
           <button class="icon-button" aria-label="Menu" aria-haspopup="menu" aria-expanded={menuOpen} onClick={() => setMenuOpen(!menuOpen)}>
