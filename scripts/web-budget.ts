@@ -109,6 +109,12 @@ try {
       for (const e of list.getEntries()) w.longest = Math.max(w.longest, e.duration);
     }).observe({ type: 'longtask', buffered: false });
   });
+  // WEB_BUDGET_PROFILE=1: a CPU profile of the page while typing, summed by function (self time).
+  const cdp = process.env.WEB_BUDGET_PROFILE ? await context.newCDPSession(page) : null;
+  if (cdp) {
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.start');
+  }
   let sent = 0;
   const pending: Promise<void>[] = [];
   const flood = setInterval(() => {
@@ -125,6 +131,17 @@ try {
   clearInterval(flood);
   await Promise.all(pending);
   const longest = await page.evaluate(() => (window as unknown as { longest: number }).longest);
+  if (cdp) {
+    const { profile } = (await cdp.send('Profiler.stop')) as { profile: { nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]; samples: number[]; timeDeltas: number[] } };
+    const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
+    const self = new Map<string, number>();
+    profile.samples.forEach((id, i) => {
+      const f = byNode.get(id)!.callFrame;
+      const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
+      self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+    });
+    for (const [k, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  profile ${ms.toFixed(0)} ms  ${k}`);
+  }
   await page.getByRole('article').filter({ hasText: `Message ${sent} with some` }).waitFor({ timeout: 30000 });
 
   console.log('\n| Budget | Measured | Limit |');

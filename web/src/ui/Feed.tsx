@@ -57,10 +57,11 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
   // scrolls the virtual list makes itself while measuring do not.
   const stick = useRef(false);
   const userScrolled = useRef(false);
+  const totalSize = virtualizer.getTotalSize();
   useLayoutEffect(() => {
     const el = scroller.current;
     if (el && stick.current && placed.current === list && list?.foundNewest) el.scrollTop = el.scrollHeight;
-  });
+  }, [ids.at(-1), totalSize]);
   useEffect(() => {
     const el = scroller.current;
     if (!el) return;
@@ -136,7 +137,7 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
             Loading…
           </p>
         )}
-        <div style={{ height: `${virtualizer.getTotalSize()}px`, position: 'relative' }}>
+        <div style={{ height: `${totalSize}px`, position: 'relative' }}>
           <div style={{ position: 'absolute', top: 0, left: 0, right: 0, transform: `translateY(${items[0]?.start ?? 0}px)` }}>
             {items.map((it) => {
               const id = ids[it.index]!;
