@@ -374,3 +374,21 @@ export async function logOut(): Promise<void> {
   await postPage('/accounts/logout/', {});
   window.location.assign('/login');
 }
+
+export interface EditHistoryEntry {
+  timestamp: number;
+  user_id: number | null;
+  topic?: string;
+  prev_topic?: string;
+  rendered_content?: string;
+  stream?: number;
+  prev_stream?: number;
+}
+
+export async function editHistory(messageId: number): Promise<EditHistoryEntry[]> {
+  return (await api('GET', `/messages/${messageId}/history`)).message_history;
+}
+
+export async function readReceipts(messageId: number): Promise<number[]> {
+  return (await api('GET', `/messages/${messageId}/read_receipts`)).user_ids;
+}

@@ -6,7 +6,8 @@ import { fetchTopics, renderPreview, saveDraft, sendMessage, sendTyping, type De
 import { narrowChannel, narrowDm, type View } from '../state/narrow';
 import type { State } from '../state/store';
 import { resolver } from './App';
-import { dmIdsOf } from './format';
+import { dmIdsOf, emojiGlyph } from './format';
+import { knownEmoji } from '../api/emoji';
 import { SuggestInput } from './SuggestInput';
 
 export interface ComposeHandle {
@@ -435,12 +436,9 @@ function suggest(token: { kind: '@' | '#' | ':'; query: string }, s: State, stre
       .slice(0, 8)
       .map((x) => ({ label: `#${x.name}`, insert: `#**${x.name}** ` }));
   }
-  return [...s.realmEmoji.values()]
-    .filter((e) => !e.deactivated && e.name.includes(q))
+  return knownEmoji()
+    .filter((e) => e.name.includes(q))
+    .sort((a, b) => Number(!a.name.startsWith(q)) - Number(!b.name.startsWith(q)))
     .slice(0, 8)
-    .map((e) => ({ label: `:${e.name}:`, insert: `:${e.name}: ` }))
-    .concat(COMMON_EMOJI.filter((n) => n.includes(q)).slice(0, 8).map((n) => ({ label: `:${n}:`, insert: `:${n}: ` })));
+    .map((e) => ({ label: `${e.code ? `${emojiGlyph(e.code)} ` : ''}:${e.name}:`, insert: `:${e.name}: ` }));
 }
-
-/** Names offered before the full emoji list has been fetched by a picker; the server validates all names. */
-const COMMON_EMOJI = ['+1', '-1', 'smile', 'heart', 'tada', 'thinking', 'joy', 'rocket', 'eyes', 'check', 'working_on_it', 'octopus', 'fire', 'clap', 'pray', 'wave'];

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
 import type { Message } from '../api/types';
-import { deleteMessage, editMessage, markUnreadFrom, rawMessage, retrySend, toggleReaction, toggleStar } from '../state/actions';
+import { deleteMessage, editHistory, editMessage, markUnreadFrom, rawMessage, readReceipts, retrySend, toggleReaction, toggleStar, type EditHistoryEntry } from '../state/actions';
 import { encodeHashComponent, slug } from '../state/narrow';
 import type { State } from '../state/store';
 import type { ComposeHandle } from './Compose';
@@ -40,6 +40,7 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
   const [error, setError] = useState<string | null>(null);
   const [menu, setMenu] = useState(false);
   const [picker, setPicker] = useState(false);
+  const [dialog, setDialog] = useState<{ kind: 'history'; entries: EditHistoryEntry[] } | { kind: 'receipts'; ids: number[] } | null>(null);
   const mine = m.sender_id === s.me.user_id;
   const unread = !m.flags.includes('read');
   const mentioned = m.flags.includes('mentioned') || m.flags.includes('wildcard_mentioned');
@@ -184,6 +185,38 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
           </p>
         )}
       </div>
+      {dialog && (
+        <div class="modal-backdrop" onClick={(e) => { e.stopPropagation(); setDialog(null); }}>
+          <div class="modal" role="dialog" aria-modal="true" aria-label={dialog.kind === 'history' ? 'Edit history' : 'Read receipts'} onClick={(e) => e.stopPropagation()}>
+            <h2>{dialog.kind === 'history' ? 'Edit history' : 'Read by'}</h2>
+            {dialog.kind === 'history' ? (
+              <ol class="history">
+                {dialog.entries.map((h, i) => (
+                  <li key={i}>
+                    <div class="meta">
+                      {formatFull(h.timestamp, s)} · {h.user_id !== null ? (s.users.get(h.user_id)?.full_name ?? 'Someone') : 'Someone'}
+                      {i === 0 ? ' (original)' : ''}
+                      {h.prev_topic !== undefined && h.topic !== undefined && ` · topic: ${h.prev_topic} → ${h.topic}`}
+                    </div>
+                    {h.rendered_content && <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: h.rendered_content }} />}
+                  </li>
+                ))}
+              </ol>
+            ) : dialog.ids.length === 0 ? (
+              <p>No one has read this message yet.</p>
+            ) : (
+              <ul class="plain">
+                {dialog.ids.map((id) => (
+                  <li key={id}>{s.users.get(id)?.full_name ?? `User ${id}`}</li>
+                ))}
+              </ul>
+            )}
+            <button onClick={() => setDialog(null)} autoFocus>
+              Close
+            </button>
+          </div>
+        </div>
+      )}
       {!m.local_id && (
         <div class="message-controls">
           <button class="icon-button" aria-label="Add reaction" onClick={(e) => { e.stopPropagation(); setPicker(!picker); }}>
@@ -210,6 +243,14 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
               </button>
               <button role="menuitem" onClick={() => { setMenu(false); run(() => markUnreadFrom(m.id)); }}>
                 Mark as unread from here
+              </button>
+              {(m.last_edit_timestamp || m.last_moved_timestamp) && (
+                <button role="menuitem" onClick={() => { setMenu(false); run(async () => setDialog({ kind: 'history', entries: await editHistory(m.id) })); }}>
+                  View edit history
+                </button>
+              )}
+              <button role="menuitem" onClick={() => { setMenu(false); run(async () => setDialog({ kind: 'receipts', ids: await readReceipts(m.id) })); }}>
+                View read receipts
               </button>
               {mine && (
                 <button

@@ -85,6 +85,11 @@ export function LeftSidebar({ s, view }: { s: State; view: View }) {
                   <span class="label">{sub.name}</span>
                   <Count n={count} />
                 </a>
+                {open && count > 0 && currentTopic === undefined && (
+                  <button class="link-button channel-read" onClick={() => void markNarrowRead([{ operator: 'channel', operand: sub.stream_id }])}>
+                    Mark #{sub.name} as read
+                  </button>
+                )}
                 {open && <TopicList s={s} streamId={sub.stream_id} currentTopic={currentTopic} />}
               </li>
             );
