@@ -141,6 +141,8 @@ describe('web app in Chromium', { skip: chromiumMissing }, () => {
     // A topic move and a deletion in a channel, live.
     await othello.page.goto(`${s.url}/#narrow/channel/${general}-general`);
     await othello.page.getByRole('heading', { name: '#general' }).waitFor();
+    await hamlet.page.goto(`${s.url}/#narrow/channel/${general}-general`);
+    await hamlet.page.getByRole('heading', { name: '#general' }).waitFor();
     await hamlet.page.getByRole('button', { name: 'New topic' }).click();
     await hamlet.page.getByRole('combobox', { name: 'Channel' }).selectOption({ label: '#general' });
     await hamlet.page.getByRole('textbox', { name: 'Topic' }).fill('plans');

@@ -298,9 +298,10 @@ function confirmLocal(localId: string, m: Message): void {
   if (!s.messages.get(echoId)?.local_id) return;
   s.messages.delete(echoId);
   rawContent.delete(localId);
-  if (s.list) {
+  // The confirmed message takes the echo's place only where the echo was shown.
+  if (s.list?.ids.includes(echoId)) {
     s.list.ids = s.list.ids.filter((id) => id !== echoId);
-    if (s.list.foundNewest) mergeIds(s.list, [m.id]);
+    mergeIds(s.list, [m.id]);
     s.list.version++;
   }
 }

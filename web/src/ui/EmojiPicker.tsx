@@ -4,7 +4,7 @@ import { emojiGlyph } from './format';
 
 const POPULAR = ['+1', 'tada', 'smile', 'heart', 'working_on_it', 'octopus'];
 
-export function EmojiPicker({ onPick, onClose }: { onPick: (name: string) => void; onClose: () => void }) {
+export function EmojiPicker({ onPick, onClose, at }: { onPick: (name: string) => void; onClose: () => void; at: Record<string, string> }) {
   const [, setLoaded] = useState(0);
   const [q, setQ] = useState('');
   const input = useRef<HTMLInputElement>(null);
@@ -18,7 +18,7 @@ export function EmojiPicker({ onPick, onClose }: { onPick: (name: string) => voi
     ? pool.filter((e) => e.name.includes(query)).sort((a, b) => Number(!a.name.startsWith(query)) - Number(!b.name.startsWith(query))).slice(0, 60)
     : [...POPULAR.map((n) => pool.find((e) => e.name === n)).filter((e): e is Entry => !!e), ...pool.slice(0, 54)];
   return (
-    <div class="emoji-picker" role="dialog" aria-label="Emoji picker" onClick={(e) => e.stopPropagation()} onKeyDown={(e) => e.key === 'Escape' && onClose()}>
+    <div class="emoji-picker fixed" style={at} role="dialog" aria-label="Emoji picker" onClick={(e) => e.stopPropagation()} onKeyDown={(e) => e.key === 'Escape' && onClose()}>
       <input ref={input} type="search" aria-label="Search emoji" placeholder="Search emoji" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} onKeyDown={(e) => {
         if (e.key === 'Enter' && shown[0]) {
           e.preventDefault();

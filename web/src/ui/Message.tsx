@@ -39,6 +39,14 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
   const [editing, setEditing] = useState<{ content: string; topic: string; propagate: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [menu, setMenu] = useState(false);
+  // Popups are placed on the screen (fixed), below the button or above it when there is more
+  // room there, so that neither the feed's edge nor compose covers them.
+  const [popupAt, setPopupAt] = useState<Record<string, string>>({});
+  const placePopup = (e: MouseEvent) => {
+    const r = (e.currentTarget as HTMLElement).getBoundingClientRect();
+    const right = `${Math.max(4, window.innerWidth - r.right)}px`;
+    setPopupAt(window.innerHeight - r.bottom >= r.top ? { top: `${r.bottom + 4}px`, right } : { bottom: `${window.innerHeight - r.top + 4}px`, right });
+  };
   const [picker, setPicker] = useState(false);
   const [dialog, setDialog] = useState<{ kind: 'history'; entries: EditHistoryEntry[] } | { kind: 'receipts'; ids: number[] } | null>(null);
   const mine = m.sender_id === s.me.user_id;
@@ -219,17 +227,17 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
       )}
       {!m.local_id && (
         <div class="message-controls">
-          <button class="icon-button" aria-label="Add reaction" onClick={(e) => { e.stopPropagation(); setPicker(!picker); }}>
+          <button class="icon-button" aria-label="Add reaction" onClick={(e) => { e.stopPropagation(); placePopup(e); setPicker(!picker); }}>
             ☺
           </button>
           <button class={`icon-button${starred ? ' starred' : ''}`} aria-label={starred ? 'Unstar' : 'Star'} aria-pressed={starred} onClick={(e) => { e.stopPropagation(); run(() => toggleStar(m.id)); }}>
             {starred ? '★' : '☆'}
           </button>
-          <button class="icon-button" aria-label="Message actions" aria-haspopup="menu" aria-expanded={menu} onClick={(e) => { e.stopPropagation(); setMenu(!menu); }}>
+          <button class="icon-button" aria-label="Message actions" aria-haspopup="menu" aria-expanded={menu} onClick={(e) => { e.stopPropagation(); placePopup(e); setMenu(!menu); }}>
             ⋮
           </button>
           {menu && (
-            <div class="menu-popup" role="menu">
+            <div class="menu-popup fixed" style={popupAt} role="menu">
               <button role="menuitem" onClick={quote}>
                 Quote and reply
               </button>
@@ -267,6 +275,7 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
           )}
           {picker && (
             <EmojiPicker
+              at={popupAt}
               onPick={(name) => {
                 setPicker(false);
                 run(() => toggleReaction(m.id, name));
