@@ -168,7 +168,7 @@ describe('web app in Chromium', { skip: chromiumMissing }, () => {
     await othello.context.close();
   });
 
-  test('search by typing and by address', async () => {
+  test('search by typing and by address; keyboard shortcuts', async () => {
     ok(await s.cast.hamlet.client.post('/messages', { type: 'stream', to: general, topic: 'fruit', content: 'The pineapple is ripe' }));
     const { context, page } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD);
     await page.getByRole('searchbox', { name: 'Search' }).fill('pineapple');
@@ -180,6 +180,15 @@ describe('web app in Chromium', { skip: chromiumMissing }, () => {
     await page.getByRole('heading', { name: '#general › fruit' }).waitFor();
     await page.getByRole('article').filter({ hasText: 'The pineapple is ripe' }).waitFor();
     assert.equal(await page.getByRole('searchbox', { name: 'Search' }).inputValue(), 'channel:general topic:fruit');
+
+    // Keyboard: "?" lists the shortcuts, Esc closes, "/" goes to search.
+    await page.getByRole('heading', { name: '#general › fruit' }).click();
+    await page.keyboard.press('?');
+    await page.getByRole('dialog', { name: 'Keyboard shortcuts' }).waitFor();
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog', { name: 'Keyboard shortcuts' }).waitFor({ state: 'detached' });
+    await page.keyboard.press('/');
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Search');
     await context.close();
   });
 
