@@ -64,7 +64,7 @@ export function applyEvent(state: State, e: ServerEvent): void {
       for (const id of ids) {
         replaceMessage(state, id, (m) => ({
           ...m,
-          ...(id === e.message_id && e.rendered_content !== undefined ? { content: e.rendered_content, last_edit_timestamp: e.edit_timestamp } : {}),
+          ...(id === e.message_id && e.rendered_content !== undefined ? { content: e.rendered_content, match_content: undefined, last_edit_timestamp: e.edit_timestamp } : {}),
           ...(e.subject !== undefined ? { subject: e.subject } : {}),
           ...(e.new_stream_id !== undefined ? { stream_id: e.new_stream_id } : {}),
           ...(moved ? { last_moved_timestamp: e.edit_timestamp } : {}),

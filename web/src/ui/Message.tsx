@@ -145,7 +145,8 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
             </div>
           </form>
         ) : (
-          <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: m.content }} onClick={onContentClick} />
+          // Search results carry the server's highlighted copy of the content.
+          <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: m.match_content ?? m.content }} onClick={onContentClick} />
         )}
         <div class="message-meta">
           {grouped && (
