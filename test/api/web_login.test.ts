@@ -71,6 +71,20 @@ forEachDatabase('web login', (server) => {
     assert.doesNotMatch(setCookie, /HttpOnly/, 'the page script reads the CSRF token');
   });
 
+  test('built assets are served with immutable caching; nothing else under /static/app/', async () => {
+    const s = server();
+    const page = await fetch(`${s.url}/login`);
+    if (page.status === 503) return; // web/ not built in this checkout: the 503 page says so
+    const asset = /\/static\/app\/assets\/[^"]+\.js/.exec(await page.text())![0];
+    const res = await fetch(`${s.url}${asset}`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+    assert.match(res.headers.get('content-type') ?? '', /^text\/javascript/);
+    for (const path of ['/static/app/index.html', '/static/app/.build-inputs', '/static/app/assets/../index.html', '/static/app/assets/missing.js']) {
+      assert.equal((await fetch(`${s.url}${path}`)).status, 404, path);
+    }
+  });
+
   test('log in: session cookie attributes, next, /json authenticated, CSRF required for changes', async () => {
     const s = server();
     const b = browser(s);

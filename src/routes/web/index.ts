@@ -80,7 +80,8 @@ export function registerWebRoutes(app: FastifyInstance, services: Services): voi
   app.get(`${ASSET_PREFIX}*`, async (req: FastifyRequest<{ Params: { '*': string } }>, reply) => {
     const rel = normalize(req.params['*']);
     const file = join(WEB_DIST, rel);
-    if (rel.startsWith('..') || !file.startsWith(WEB_DIST) || rel.split(sep).includes('..')) throw new JsonableError('Not Found', 'NOT_FOUND', 404);
+    // Only the built assets: not the pages (served at their routes) nor the build's stamp.
+    if (!rel.startsWith(`assets${sep}`) || !file.startsWith(WEB_DIST) || rel.split(sep).includes('..')) throw new JsonableError('Not Found', 'NOT_FOUND', 404);
     let size: number;
     try {
       const st = statSync(file);
@@ -90,11 +91,10 @@ export function registerWebRoutes(app: FastifyInstance, services: Services): voi
       throw new JsonableError('Not Found', 'NOT_FOUND', 404);
     }
     // Names carry a content hash (Vite), so a browser may keep them for good.
-    const immutable = rel.startsWith(`assets${sep}`);
     return reply
       .header('Content-Type', CONTENT_TYPES[extname(file)] ?? 'application/octet-stream')
       .header('Content-Length', String(size))
-      .header('Cache-Control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
+      .header('Cache-Control', 'public, max-age=31536000, immutable')
       .send(createReadStream(file));
   });
 
