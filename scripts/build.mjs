@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// Builds the server (TypeScript -> dist/). `--if-stale` does nothing when dist/ was built from
-// the sources as they are (scripts/build_state.mjs), so that `npm start` answers in about a
-// second instead of recompiling every time.
+// Builds the server (TypeScript -> dist/) and the web app (Vite -> web/dist/). `--if-stale`
+// skips each one that was built from the sources as they are (scripts/build_state.mjs), so that
+// `npm start` answers in about a second instead of recompiling every time.
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,11 +9,18 @@ import { createRequire } from 'node:module';
 import { inputsDigest, isBuildCurrent, recordBuild } from './build_state.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-if (process.argv.includes('--if-stale') && isBuildCurrent(root)) process.exit(0);
+const ifStale = process.argv.includes('--if-stale');
+const require = createRequire(import.meta.url);
 
-// Taken before compiling: a source edited during the build leaves the build stale.
-const digest = inputsDigest(root);
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit', cwd: root });
-if (r.status !== 0) process.exit(r.status ?? 1);
-recordBuild(root, digest);
+const builds = {
+  server: [require.resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')],
+  web: [join(dirname(require.resolve('vite/package.json')), 'bin', 'vite.js'), 'build', '--config', join(root, 'web', 'vite.config.ts'), '--logLevel', 'warn'],
+};
+for (const [name, args] of Object.entries(builds)) {
+  if (ifStale && isBuildCurrent(root, name)) continue;
+  // Taken before building: a source edited during the build leaves the build stale.
+  const digest = inputsDigest(root, name);
+  const r = spawnSync(process.execPath, args, { stdio: 'inherit', cwd: root });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+  recordBuild(root, digest, name);
+}

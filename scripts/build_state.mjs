@@ -5,9 +5,15 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** Folders and files whose change needs a new build, relative to the project root. */
-const INPUTS = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
-const STAMP = join('dist', '.build-inputs');
+/**
+ * The two builds, each with the folders and files whose change needs it again (relative to the
+ * project root) and where its stamp is kept: the server (tsc -> dist/) and the web app
+ * (Vite -> web/dist/).
+ */
+const BUILDS = {
+  server: { inputs: ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json'], stamp: join('dist', '.build-inputs') },
+  web: { inputs: ['web/src', 'web/index.html', 'web/login.html', 'web/vite.config.ts', 'web/tsconfig.json', 'package.json'], stamp: join('web', 'dist', '.build-inputs') },
+};
 
 function walk(root, rel, out) {
   const abs = join(root, rel);
@@ -20,18 +26,18 @@ function walk(root, rel, out) {
   }
 }
 
-export function inputsDigest(root) {
+export function inputsDigest(root, build = 'server') {
   const lines = [];
-  for (const input of INPUTS) walk(root, input, lines);
+  for (const input of BUILDS[build].inputs) walk(root, input, lines);
   return createHash('sha256').update(lines.join('\n')).digest('hex');
 }
 
-/** Whether dist/ was built from the sources as they are now. */
-export function isBuildCurrent(root) {
-  const stamp = join(root, STAMP);
-  return existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === inputsDigest(root);
+/** Whether dist/ (or, for 'web', web/dist/) was built from the sources as they are now. */
+export function isBuildCurrent(root, build = 'server') {
+  const stamp = join(root, BUILDS[build].stamp);
+  return existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === inputsDigest(root, build);
 }
 
-export function recordBuild(root, digest) {
-  writeFileSync(join(root, STAMP), `${digest}\n`);
+export function recordBuild(root, digest, build = 'server') {
+  writeFileSync(join(root, BUILDS[build].stamp), `${digest}\n`);
 }

@@ -4,6 +4,15 @@ import { JsonableError } from '../errors.js';
 const PG_INVALID_BYTE_SEQUENCE = '22021';
 
 /**
+ * Zulip's HttpResponseUnauthorized: a browser's requests (/json without Basic auth, the login
+ * pages) are challenged with the "Session" scheme, which browsers do not answer with a
+ * password dialog, as they would a "Basic" one.
+ */
+function browserRequest(url: string, authorization: string | undefined): boolean {
+  return (url.startsWith('/json/') && !authorization) || url.startsWith('/accounts/');
+}
+
+/**
  * The one place errors become HTTP responses: JsonableErrors with their own status and
  * fields; framework errors (oversized or malformed bodies) as 4xx JSON; anything else as
  * a logged 500 without internals.
@@ -14,7 +23,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       if (err.code === 'RATE_LIMIT_HIT' && err.extra['retry-after'] !== undefined) {
         reply.header('Retry-After', String(Math.ceil(Number(err.extra['retry-after']))));
       }
-      if (err.httpStatus === 401) reply.header('WWW-Authenticate', 'Basic realm="zulip"');
+      if (err.httpStatus === 401) reply.header('WWW-Authenticate', browserRequest(req.url, req.headers.authorization) ? 'Session realm="zulip"' : 'Basic realm="zulip"');
       return reply.code(err.httpStatus).send(err.toJSON());
     }
     const fe = err as FastifyError;

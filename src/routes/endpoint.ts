@@ -3,7 +3,7 @@ import { JsonableError } from '../errors.js';
 import type { Realm, User } from '../db/tables.js';
 import type { Services } from '../services.js';
 import { authenticateApiKey, resolveRealm } from '../plugins/auth.js';
-import { authenticateSession } from '../plugins/session.js';
+import { authenticateSession, checkCsrf } from '../plugins/session.js';
 import { parseParams, type ParamSpecs, type ParsedParams } from './params.js';
 import { stringifyJson } from '../lib/raw_json.js';
 
@@ -79,9 +79,13 @@ export function endpoint<S extends ParamSpecs, A extends AuthMode = 'user'>(
         const realm = await requestRealm(services, req);
         let user: User | null = null;
         if ((def.auth ?? 'user') === 'user') {
-          user = prefix === '/json' && !req.headers.authorization
-            ? await authenticateSession(services, realm, req)
-            : await authenticateApiKey(services, realm, req);
+          if (prefix === '/json' && !req.headers.authorization) {
+            user = await authenticateSession(services, realm, req);
+            // Only cookie-authenticated requests can be forged by another site; Basic auth cannot.
+            checkCsrf(req);
+          } else {
+            user = await authenticateApiKey(services, realm, req);
+          }
         }
         if (def.rateLimited ?? true) await services.rateLimiter.checkApi(req, reply, user?.id ?? null);
         if (def.authorize && user) def.authorize(user, realm);

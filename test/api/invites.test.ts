@@ -41,7 +41,7 @@ function linkFor(email: string): string {
 const joinUrl = (s: TestServer, link: string): string => `${s.url}${new URL(link).pathname}`;
 
 async function join(s: TestServer, link: string, form: Record<string, string>): Promise<Response> {
-  return fetch(joinUrl(s, link), { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() });
+  return fetch(joinUrl(s, link), { method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() });
 }
 
 async function streamId(s: TestServer, name: string): Promise<number> {
@@ -94,7 +94,9 @@ forEachDatabase('invitations', (server) => {
     assert.equal(form.status, 200);
     assert.match(await form.text(), /ophelia@example\.com/);
     const created = await join(s, link, { full_name: 'Ophelia', password: 'a sturdy password' });
-    assert.equal(created.status, 200, await created.clone().text());
+    // The new account ends logged in, in the web app.
+    assert.equal(created.status, 302, await created.clone().text());
+    assert.equal(created.headers.get('location'), '/');
     assert.match(created.headers.get('set-cookie') ?? '', /parley_session=/);
 
     const ophelia = (await fetchUserByEmail(s.app.services.db.kysely, s.realm.id, 'ophelia@example.com'))!;
@@ -177,7 +179,7 @@ forEachDatabase('invitations', (server) => {
     ok(await s.cast.admin.client.post('/invites', { invitee_emails: 'custom@example.com', stream_ids: [], welcome_message_custom_text: 'Read the **handbook** first.' }));
     ok(await s.cast.hamlet.client.post('/invites', { invitee_emails: 'ignored@example.com', stream_ids: [], welcome_message_custom_text: 'Members cannot set this.' }));
     for (const email of ['custom@example.com', 'ignored@example.com']) {
-      assert.equal((await join(s, linkFor(email), { full_name: email.split('@')[0]!, password: 'a sturdy password' })).status, 200);
+      assert.equal((await join(s, linkFor(email), { full_name: email.split('@')[0]!, password: 'a sturdy password' })).status, 302);
     }
     const read = async (email: string) => {
       const u = (await fetchUserByEmail(s.app.services.db.kysely, s.realm.id, email))!;
@@ -213,8 +215,8 @@ forEachDatabase('invitations', (server) => {
     assert.equal(listed.link_url, invite_link);
     const bad = await join(s, invite_link, { email: 'nope', full_name: 'X', password: 'a sturdy password' });
     assert.equal(bad.status, 400);
-    assert.equal((await join(s, invite_link, { email: 'guest1@example.com', full_name: 'Guest One', password: 'a sturdy password' })).status, 200);
-    assert.equal((await join(s, invite_link, { email: 'guest2@example.com', full_name: 'Guest Two', password: 'a sturdy password' })).status, 200);
+    assert.equal((await join(s, invite_link, { email: 'guest1@example.com', full_name: 'Guest One', password: 'a sturdy password' })).status, 302);
+    assert.equal((await join(s, invite_link, { email: 'guest2@example.com', full_name: 'Guest Two', password: 'a sturdy password' })).status, 302);
     assert.equal((await fetchUserByEmail(s.app.services.db.kysely, s.realm.id, 'guest2@example.com'))!.role, 600);
     ok(await s.cast.admin.client.delete(`/invites/multiuse/${listed.id}`));
     err(await s.cast.admin.client.delete(`/invites/multiuse/${listed.id}`), 400, 'BAD_REQUEST', 'Invitation has already been revoked');

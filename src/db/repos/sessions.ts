@@ -15,3 +15,8 @@ export async function deleteSession(db: Tx, id: string): Promise<void> {
 export async function deleteUserSessions(db: Tx, userId: number): Promise<void> {
   await db.deleteFrom('sessions').where('user_id', '=', userId).execute();
 }
+
+/** Deletes a row and returns what it held, so that of two concurrent callers only one gets it. */
+export async function takeSession(db: Tx, id: string): Promise<{ user_id: number; expires: number } | undefined> {
+  return db.deleteFrom('sessions').where('id', '=', id).returning(['user_id', 'expires']).executeTakeFirst();
+}

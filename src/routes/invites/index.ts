@@ -203,15 +203,8 @@ function registerSignupPages(app: FastifyInstance, services: Services): void {
     try {
       const user = await doAcceptInvite(services, found.realm, found.invite, values);
       reply.header('Set-Cookie', await startSession(services, user));
-      const url = realmUrl(services.config, found.realm);
-      return html(
-        reply,
-        200,
-        page(
-          `Welcome to ${found.realm.name}`,
-          `<h1>Welcome, ${escapeHtml(user.full_name)}!</h1><p>Your account <strong>${escapeHtml(user.delivery_email)}</strong> is ready.</p><p>Log in from any Zulip app with the server URL <a href="${escapeHtml(url)}">${escapeHtml(url)}</a>.</p>`,
-        ),
-      );
+      // Into the app, logged in, as Zulip ends its registration.
+      return reply.redirect('/');
     } catch (e) {
       if (!(e instanceof JsonableError)) throw e;
       return html(reply, 400, signupForm(found.realm.name, found.invite, values, e.message));

@@ -1,0 +1,95 @@
+// Screenshots of the web app's main views, at desktop and phone width, light and dark, from a
+// `npx parley demo` organization, into docs/screenshots/. Needs /usr/bin/chromium.
+// Usage: npm run screenshots
+/// <reference lib="dom" />
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { chromium, type Page } from 'playwright-core';
+import { loadConfig } from '../src/config.js';
+import { buildApp } from '../src/app.js';
+import { fetchRealmByStringId } from '../src/db/repos/realms.js';
+import { runDemo } from '../src/cli/demo.js';
+import { freePort } from '../bench/lib/util.js';
+
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const OUT = 'docs/screenshots';
+
+const build = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', '--config', 'web/vite.config.ts', '--logLevel', 'error'], { stdio: 'inherit' });
+if (build.status !== 0) process.exit(1);
+
+const dir = mkdtempSync(join(tmpdir(), 'parley-screenshots-'));
+const port = await freePort();
+const env = {
+  PATH: process.env.PATH,
+  PARLEY_ENV_FILE: '/nonexistent',
+  DATABASE_URL: `sqlite:${join(dir, 'db.sqlite3')}`,
+  PARLEY_DATA_DIR: join(dir, 'data'),
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  EXTERNAL_URL: `http://localhost:${port}`,
+  LOG_LEVEL: 'silent',
+  PARLEY_OWNER_EMAIL: 'owner@example.com',
+  PARLEY_OWNER_PASSWORD: 'parley-demo',
+  PARLEY_REALM_NAME: 'Elsinore',
+};
+const app = await buildApp(loadConfig({}, env), { announce: () => undefined });
+await app.fastify.listen({ port, host: '127.0.0.1' });
+const realm = (await fetchRealmByStringId(app.services.db.kysely, ''))!;
+await runDemo(app.services, realm, { domain: 'example.com', password: 'parley-demo' });
+const base = `http://localhost:${port}`;
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+mkdirSync(OUT, { recursive: true });
+
+async function logIn(page: Page): Promise<void> {
+  await page.goto(`${base}/login`);
+  await page.getByLabel('Email').fill('hamlet@example.com');
+  await page.getByLabel('Password').fill('parley-demo');
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('navigation', { name: 'Channels' }).waitFor();
+}
+
+try {
+  for (const scheme of ['light', 'dark'] as const) {
+    for (const [device, viewport] of [
+      ['desktop', { width: 1280, height: 800 }],
+      ['phone', { width: 390, height: 844 }],
+    ] as const) {
+      const context = await browser.newContext({ viewport, colorScheme: scheme, deviceScaleFactor: 1 });
+      const page = await context.newPage();
+      const shot = async (name: string) => {
+        // Avatars are Gravatar images, out of reach here; wait for their fallbacks.
+        await page.waitForTimeout(300);
+        await page.screenshot({ path: join(OUT, `${name}-${device}-${scheme}.png`) });
+      };
+      await page.goto(`${base}/login`);
+      await page.getByRole('button', { name: 'Log in' }).waitFor();
+      await shot('login');
+      await logIn(page);
+      await shot('inbox');
+      await page.goto(`${base}/#narrow/channel/1-general/topic/welcome`);
+      await page.getByRole('article').first().waitFor();
+      await shot('topic');
+      await page.goto(`${base}/#feed`);
+      await page.getByRole('article').first().waitFor();
+      await shot('feed');
+      if (device === 'phone') {
+        await page.getByRole('button', { name: 'Show channels and views' }).click();
+        await shot('sidebar');
+      }
+      // Viewing the feed read everything; unread again for the next set's inbox.
+      await page.evaluate(async () => {
+        const token = /csrftoken=([^;]+)/.exec(document.cookie)![1]!;
+        const body = new URLSearchParams({ anchor: 'oldest', num_before: '0', num_after: '1000', narrow: '[]', op: 'remove', flag: 'read' });
+        await fetch('/json/messages/flags/narrow', { method: 'POST', headers: { 'X-CSRFToken': token }, body });
+      });
+      await context.close();
+    }
+  }
+  console.log(`screenshots in ${OUT}/`);
+} finally {
+  await browser.close();
+  await app.close();
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,161 @@
+/// <reference lib="dom" />
+// Measures the web app's budgets (issue 15) and prints them for docs/web.md:
+//   1. initial JavaScript of a logged-in `/`, gzipped (budget 250 KB);
+//   2. from opening `/#feed` to the first message on screen, for a member of the benchmark's
+//      register organization (1,000 users, 200 channels) on loopback (budget 1 s);
+//   3. typing in compose while 100 messages a second arrive: the longest main-thread task
+//      (budget 50 ms).
+// Usage: npm run web-budget   (needs /usr/bin/chromium; builds web/ first)
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { spawnSync } from 'node:child_process';
+import { request } from 'node:http';
+import { chromium } from 'playwright-core';
+import { loadConfig } from '../src/config.js';
+import { buildApp } from '../src/app.js';
+import { fetchRealmByStringId } from '../src/db/repos/realms.js';
+import { fetchUserByEmail } from '../src/db/repos/users.js';
+import { startSession } from '../src/plugins/session.js';
+import { seed } from '../bench/lib/seed.js';
+import { freePort } from '../bench/lib/util.js';
+
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+const build = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', '--config', 'web/vite.config.ts', '--logLevel', 'error'], { stdio: 'inherit' });
+if (build.status !== 0) process.exit(1);
+
+const dir = mkdtempSync(join(tmpdir(), 'parley-web-budget-'));
+const port = await freePort();
+const env = {
+  PATH: process.env.PATH,
+  PARLEY_ENV_FILE: '/nonexistent',
+  DATABASE_URL: `sqlite:${join(dir, 'db.sqlite3')}`,
+  PARLEY_DATA_DIR: join(dir, 'data'),
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  EXTERNAL_URL: `http://localhost:${port}`,
+  LOG_LEVEL: 'silent',
+  PARLEY_RATE_LIMITS: 'off',
+};
+const log = (line: string) => console.log(line);
+log('seeding the register organization (1,000 users, 200 channels)…');
+const seeded = await seed(env, { fanoutUsers: 10, sendSubscribers: 5, historyMessages: 100, historyChannels: 2, historyTopics: 4, historySenders: 2, registerUsers: 1000, registerChannels: 200, registerMessages: 5000 }, log);
+const app = await buildApp(loadConfig({}, env), { announce: () => undefined });
+await app.fastify.listen({ port, host: '127.0.0.1' });
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+try {
+  const { db } = app.services;
+  const realm = (await fetchRealmByStringId(db.kysely, 'reg'))!;
+  const member = (await fetchUserByEmail(db.kysely, realm.id, 'regular0@bench.example.com'))!;
+  const cookie = (await startSession(app.services, member)).split(';')[0]!.split('=');
+  const base = `http://${seeded.registerHost}`;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await context.addCookies([{ name: cookie[0]!, value: cookie[1]!, domain: 'reg.localhost', path: '/' }]);
+  const page = await context.newPage();
+
+  const scripts: { url: string; gz: number }[] = [];
+  page.on('response', async (r) => {
+    if (!/javascript/.test(r.headers()['content-type'] ?? '')) return;
+    scripts.push({ url: new URL(r.url()).pathname, gz: gzipSync(await r.body(), { level: 9 }).length });
+  });
+  const sender = (await fetchUserByEmail(db.kysely, realm.id, 'regular10@bench.example.com'))!;
+  // Node cannot resolve reg.localhost (Chromium maps *.localhost to loopback): name the organization in Host.
+  const post = (who: { email: string; api_key: string }, path: string, params: Record<string, string>) =>
+    new Promise<void>((resolve, reject) => {
+      const body = new URLSearchParams(params).toString();
+      const auth = `Basic ${Buffer.from(`${who.email}:${who.api_key}`).toString('base64')}`;
+      const req = request({ host: '127.0.0.1', port, method: 'POST', path: `/api/v1${path}`, headers: { Host: seeded.registerHost, Authorization: auth, 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) } });
+      req.on('response', (res) => res.resume().on('end', () => resolve()));
+      req.on('error', reject);
+      req.end(body);
+    });
+  // A server that has been running: its caches for the organization warmed by one API client.
+  await post(member, '/register', {});
+  // The first visit: nothing cached in the browser (the JavaScript is counted here), the server warm.
+  const cold0 = Date.now();
+  await page.goto(`${base}/#feed`);
+  await page.getByRole('article').first().waitFor({ timeout: 30000 });
+  const cold = Date.now() - cold0;
+  // Returning visits: assets from the browser's cache (immutable), the page and API from the server.
+  const runs: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    await page.goto('about:blank');
+    const t0 = Date.now();
+    await page.goto(`${base}/#feed`);
+    await page.getByRole('article').first().waitFor({ timeout: 30000 });
+    runs.push(Date.now() - t0);
+  }
+  const phases = await page.evaluate(() =>
+    performance
+      .getEntriesByType('resource')
+      .filter((e): e is PerformanceResourceTiming => /\/json\/(register|messages)/.test(e.name))
+      .map((e) => `${new URL(e.name).pathname} ${Math.round(e.startTime)}→${Math.round(e.responseEnd)} ms`)
+      .concat([`DOMContentLoaded ${Math.round((performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).domContentLoadedEventEnd)} ms`]),
+  );
+  const initial = new Map(scripts.map((x) => [x.url, x.gz]));
+  const totalGz = [...initial.values()].reduce((a, b) => a + b, 0);
+  runs.sort((a, b) => a - b);
+
+  // Typing while 100 messages a second arrive in the channel on screen.
+  const channel = (await db.kysely.selectFrom('subscriptions').innerJoin('streams', 'streams.id', 'subscriptions.stream_id').select(['streams.id', 'streams.name']).where('subscriptions.user_id', '=', member.id).executeTakeFirst())!;
+  // Everything read first, so the channel opens at its newest message and follows what arrives.
+  await post(member, '/mark_all_as_read', {});
+  await page.goto(`${base}/#narrow/channel/${channel.id}-x`);
+  await page.getByRole('heading', { name: `#${channel.name}` }).waitFor();
+  await page.evaluate(() => {
+    const w = window as unknown as { longest: number };
+    w.longest = 0;
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) w.longest = Math.max(w.longest, e.duration);
+    }).observe({ type: 'longtask', buffered: false });
+  });
+  // WEB_BUDGET_PROFILE=1: a CPU profile of the page while typing, summed by function (self time).
+  const cdp = process.env.WEB_BUDGET_PROFILE ? await context.newCDPSession(page) : null;
+  if (cdp) {
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.start');
+  }
+  let sent = 0;
+  const pending: Promise<void>[] = [];
+  const flood = setInterval(() => {
+    for (let i = 0; i < 10; i++) {
+      sent++;
+      pending.push(post(sender, '/messages', { type: 'stream', to: String(channel.id), topic: `flood ${sent % 5}`, content: `Message ${sent} with some **bold** text` }));
+    }
+  }, 100);
+  const textbox = page.getByRole('textbox', { name: 'Message' });
+  await textbox.click();
+  const typed = Date.now();
+  await textbox.pressSequentially('Typing while the channel is busy, one key at a time, to see if it stays smooth.', { delay: 40 });
+  const typingMs = Date.now() - typed;
+  clearInterval(flood);
+  await Promise.all(pending);
+  const longest = await page.evaluate(() => (window as unknown as { longest: number }).longest);
+  if (cdp) {
+    const { profile } = (await cdp.send('Profiler.stop')) as { profile: { nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]; samples: number[]; timeDeltas: number[] } };
+    const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
+    const self = new Map<string, number>();
+    profile.samples.forEach((id, i) => {
+      const f = byNode.get(id)!.callFrame;
+      const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
+      self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+    });
+    for (const [k, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  profile ${ms.toFixed(0)} ms  ${k}`);
+  }
+  await page.getByRole('article').filter({ hasText: `Message ${sent} with some` }).waitFor({ timeout: 30000 });
+
+  console.log('\n| Budget | Measured | Limit |');
+  console.log('|---|---|---|');
+  console.log(`| Initial JavaScript of \`/\` (gzip -9, ${initial.size} files) | ${(totalGz / 1024).toFixed(1)} KB | 250 KB |`);
+  console.log(`| \`/#feed\` to first message, 1,000 users / 200 channels: first visit | ${cold} ms | 1000 ms |`);
+  console.log(`| the same, returning visit (median of 5) | ${runs[2]} ms (min ${runs[0]}, max ${runs[4]}) | 1000 ms |`);
+  console.log(`| Longest main-thread task typing in compose, ${sent} messages at 100/s | ${Math.round(longest)} ms (typing took ${typingMs} ms) | 50 ms |`);
+  for (const [url, gz] of initial) console.log(`  ${url}: ${(gz / 1024).toFixed(1)} KB`);
+  console.log(`  last returning visit: ${phases.join(', ')}`);
+} finally {
+  await browser.close();
+  await app.close();
+  rmSync(dir, { recursive: true, force: true });
+}

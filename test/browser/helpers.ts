@@ -1,0 +1,44 @@
+import { existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+
+export const CHROMIUM = '/usr/bin/chromium';
+
+/** Debian's Chromium, when installed (.ci/run installs it); the browser tests skip without it. */
+export const chromiumMissing: string | false = existsSync(CHROMIUM) ? false : `browser tests skipped: ${CHROMIUM} is not installed (apt-get install -y chromium)`;
+
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Builds web/dist from the current sources, so the tests exercise what is checked out. */
+export function buildWeb(): void {
+  const r = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', '--config', 'web/vite.config.ts', '--logLevel', 'error'], { stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('vite build failed');
+}
+
+export async function launch(): Promise<Browser> {
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}
+
+/** A fresh browser profile logged in through the login page, as a person would. */
+export async function loggedIn(browser: Browser, base: string, email: string, password: string, hash = ''): Promise<{ context: BrowserContext; page: Page; queueId: string }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await page.goto(`${base}/${hash}`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  const registered = page.waitForResponse((r) => r.url().endsWith('/json/register'));
+  await page.getByRole('button', { name: 'Log in' }).click();
+  const { queue_id } = (await (await registered).json()) as { queue_id: string };
+  await page.getByRole('navigation', { name: 'Channels' }).waitFor();
+  return { context, page, queueId: queue_id };
+}

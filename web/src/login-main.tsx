@@ -1,0 +1,5 @@
+import { render } from 'preact';
+import { Login } from './ui/Login';
+import './ui/styles.css';
+
+render(<Login />, document.getElementById('app')!);
