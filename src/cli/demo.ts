@@ -33,7 +33,7 @@ const CHANNEL_MESSAGES: [Person, string, string, string][] = [
   ['prospero', 'design', 'new logo', 'I like the colors. Could the font be a little bolder?'],
   ['hamlet', 'design', 'color palette', '```\nprimary: #6492fe\naccent:  #e8a33d\n```'],
   ['othello', 'random', 'lunch', 'Anyone up for lunch at noon?'],
-  ['iago', 'random', 'lunch', 'Count me in :slightly_smiling_face:'],
+  ['iago', 'random', 'lunch', 'Count me in :smile:'],
   ['cordelia', 'core team', 'roadmap', 'Let us plan the next release here.'],
 ];
 
