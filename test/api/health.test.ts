@@ -1,25 +1,16 @@
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { rmSync } from 'node:fs';
 import pg from 'pg';
 import { freshDatabaseUrl, forEachDatabase, listenApp, testConfig } from '../helpers/server.js';
+import { freePort } from '../../bench/lib/util.js';
 
 async function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const res = await fetch(url, { headers });
   return { status: res.status, body: await res.json() };
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      s.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 // Rate limits on and tight, so that a probe that went through the limiter would be refused.
 forEachDatabase(
