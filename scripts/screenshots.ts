@@ -5,19 +5,17 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/app.js';
 import { fetchRealmByStringId } from '../src/db/repos/realms.js';
 import { runDemo } from '../src/cli/demo.js';
 import { freePort } from '../bench/lib/util.js';
+import { buildWeb, launch } from '../test/browser/helpers.js';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const OUT = 'docs/screenshots';
 
-const build = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', '--config', 'web/vite.config.ts', '--logLevel', 'error'], { stdio: 'inherit' });
-if (build.status !== 0) process.exit(1);
+buildWeb();
 
 const dir = mkdtempSync(join(tmpdir(), 'parley-screenshots-'));
 const port = await freePort();
@@ -39,7 +37,7 @@ await app.fastify.listen({ port, host: '127.0.0.1' });
 const realm = (await fetchRealmByStringId(app.services.db.kysely, ''))!;
 await runDemo(app.services, realm, { domain: 'example.com', password: 'parley-demo' });
 const base = `http://localhost:${port}`;
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+const browser = await launch();
 mkdirSync(OUT, { recursive: true });
 
 async function logIn(page: Page): Promise<void> {

@@ -10,9 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { spawnSync } from 'node:child_process';
 import { request } from 'node:http';
-import { chromium } from 'playwright-core';
 import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/app.js';
 import { fetchRealmByStringId } from '../src/db/repos/realms.js';
@@ -20,11 +18,10 @@ import { fetchUserByEmail } from '../src/db/repos/users.js';
 import { startSession } from '../src/plugins/session.js';
 import { seed } from '../bench/lib/seed.js';
 import { freePort } from '../bench/lib/util.js';
+import { buildWeb, launch } from '../test/browser/helpers.js';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
-const build = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', '--config', 'web/vite.config.ts', '--logLevel', 'error'], { stdio: 'inherit' });
-if (build.status !== 0) process.exit(1);
+buildWeb();
 
 const dir = mkdtempSync(join(tmpdir(), 'parley-web-budget-'));
 const port = await freePort();
@@ -44,7 +41,7 @@ log('seeding the register organization (1,000 users, 200 channels)…');
 const seeded = await seed(env, { fanoutUsers: 10, sendSubscribers: 5, historyMessages: 100, historyChannels: 2, historyTopics: 4, historySenders: 2, registerUsers: 1000, registerChannels: 200, registerMessages: 5000 }, log);
 const app = await buildApp(loadConfig({}, env), { announce: () => undefined });
 await app.fastify.listen({ port, host: '127.0.0.1' });
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+const browser = await launch();
 try {
   const { db } = app.services;
   const realm = (await fetchRealmByStringId(db.kysely, 'reg'))!;
