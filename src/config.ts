@@ -62,6 +62,20 @@ export interface Config {
    * sleeps between looks at the database (rows scheduled through this process wake it on time).
    */
   scheduler: { enabled: boolean; intervalMs: number };
+  /**
+   * The email gateway (Zulip's email mirror). `domain` is the part after the @ of channel and
+   * notification-reply addresses (no domain: GET /streams/{id}/email_address answers "", as Zulip
+   * does without EMAIL_GATEWAY_PATTERN); `port` is where this process accepts SMTP for them
+   * (null: it does not listen; 0: any free port).
+   */
+  emailGateway: {
+    domain: string | null;
+    port: number | null;
+    host: string;
+    maxMessageBytes: number;
+    /** How long a missed-message reply address (mm<token>@domain) accepts replies. */
+    missedMessageAddressExpirySeconds: number;
+  };
   /** Topic deletion works in batches of this many messages, newest first, within this time budget. */
   deleteTopic: { batchSize: number; timeBudgetMs: number };
 }
@@ -135,6 +149,13 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     scheduler: {
       enabled: (e.PARLEY_SCHEDULER ?? 'on') !== 'off',
       intervalMs: int(e.PARLEY_SCHEDULER_INTERVAL_MS, 10_000),
+    },
+    emailGateway: {
+      domain: e.PARLEY_EMAIL_GATEWAY_DOMAIN?.trim().toLowerCase() || null,
+      port: e.PARLEY_EMAIL_GATEWAY_PORT ? int(e.PARLEY_EMAIL_GATEWAY_PORT, 0) : null,
+      host: e.PARLEY_EMAIL_GATEWAY_HOST ?? host,
+      maxMessageBytes: int(e.PARLEY_EMAIL_GATEWAY_MAX_BYTES, 25 * 1024 * 1024),
+      missedMessageAddressExpirySeconds: int(e.PARLEY_EMAIL_GATEWAY_REPLY_EXPIRY_SECONDS, 5 * 24 * 3600),
     },
     deleteTopic: {
       batchSize: int(e.PARLEY_DELETE_TOPIC_BATCH_SIZE, 100),

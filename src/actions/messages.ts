@@ -113,6 +113,7 @@ import {
   fetchRealmAlertWordsCached,
   fetchUserTopicCached,
   topicHasMessagesCached,
+  fetchStreamWithSubscriptionCached,
 } from '../db/cached.js';
 import { realmEmojiSourceUrl } from '../lib/format/realm_emoji.js';
 import { MAX_MESSAGE_LENGTH, MAX_STREAM_NAME_LENGTH } from '../version.js';
@@ -296,6 +297,12 @@ export interface SendMessageInput {
   queueId?: string;
   localId?: string;
   readBySender?: boolean;
+  /**
+   * Check channel access as this user instead of the sender: the Email Gateway bot posts where
+   * the creator of the channel address may (Zulip's cross-realm bots skip the access check; the
+   * gateway checks the address's creator instead).
+   */
+  accessAs?: User;
 }
 
 interface ChannelTarget {
@@ -525,8 +532,11 @@ export async function checkSendMessage(services: ActionServices, realm: Realm, s
     const topic = normalizeSendTopic(input.topic, settings.empty_topic_display_name);
     if (typeof indicator === 'string') checkChannelName(indicator.trim());
     caller = new ChannelCaller(db, realm, sender);
-    const { stream, subscribed } = await accessStreamForSend(caller, typeof indicator === 'number' ? { id: indicator } : { name: indicator.trim() });
-    if (!(await caller.channelPermission(stream, 'can_create_topic_group')) && !(await topicHasMessagesCached(db, stream.id, topicKey(topic)))) {
+    const accessCaller = input.accessAs ? new ChannelCaller(db, realm, input.accessAs) : caller;
+    const accessed = await accessStreamForSend(accessCaller, typeof indicator === 'number' ? { id: indicator } : { name: indicator.trim() });
+    const { stream } = accessed;
+    const subscribed = accessCaller === caller ? accessed.subscribed : (await fetchStreamWithSubscriptionCached(db, realm.id, { id: stream.id }, sender.id))?.subscribed === true;
+    if (!(await accessCaller.channelPermission(stream, 'can_create_topic_group')) && !(await topicHasMessagesCached(db, stream.id, topicKey(topic)))) {
       throw badRequest('You do not have permission to create new topics in this channel.');
     }
     const policy = stream.topics_policy === 'inherit' ? settings.topics_policy : stream.topics_policy;

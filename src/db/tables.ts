@@ -52,7 +52,7 @@ export interface UserTable {
   /** JSON object of personal settings that differ from the defaults in lib/user_settings.ts. */
   settings: Generated<JsonText>;
   tos_version: string | null;
-  /** Notification Bot and Welcome Bot: listed as cross_realm_bots, never as members. */
+  /** Notification Bot, Welcome Bot and Email Gateway: listed as cross_realm_bots, never as members. */
   is_system_bot: Generated<Flag>;
 }
 
@@ -427,6 +427,29 @@ export interface ChannelFolderTable {
   folder_order: Generated<number>;
 }
 
+/** Zulip's ChannelEmailAddress: mail to `<slug>.<email_token>@<gateway domain>` posts to the channel as `sender_id`. */
+export interface ChannelEmailAddressTable {
+  id: Generated<number>;
+  realm_id: number;
+  channel_id: number;
+  creator_id: number | null;
+  sender_id: number;
+  email_token: string;
+  date_created: number;
+  deactivated: Generated<Flag>;
+}
+
+/** Zulip's MissedMessageEmailAddress: `mm<32 hex>@<gateway domain>` replies to message_id's conversation as user_id. */
+export interface MissedMessageEmailAddressTable {
+  id: Generated<number>;
+  realm_id: number;
+  message_id: number;
+  user_id: number;
+  email_token: string;
+  timestamp: number;
+  times_used: Generated<number>;
+}
+
 export interface DB {
   realms: RealmTable;
   users: UserTable;
@@ -468,6 +491,8 @@ export interface DB {
   submessages: SubmessageTable;
   scheduled_messages: ScheduledMessageTable;
   channel_folders: ChannelFolderTable;
+  channel_email_addresses: ChannelEmailAddressTable;
+  missed_message_email_addresses: MissedMessageEmailAddressTable;
 }
 
 export type Realm = Selectable<RealmTable>;

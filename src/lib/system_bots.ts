@@ -10,6 +10,8 @@ import { ROLE_MEMBER, BOT_GENERIC } from './roles.js';
 export const SYSTEM_BOTS = {
   notification: { localPart: 'notification-bot', fullName: 'Notification Bot' },
   welcome: { localPart: 'welcome-bot', fullName: 'Welcome Bot' },
+  /** Zulip's EMAIL_GATEWAY_BOT: the default sender of mail to a channel's address. */
+  emailGateway: { localPart: 'emailgateway', fullName: 'Email Gateway' },
 } as const;
 export type SystemBotName = keyof typeof SYSTEM_BOTS;
 

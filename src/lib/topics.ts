@@ -44,6 +44,13 @@ export function firstUnprintablePosition(s: string): number | null {
   return null;
 }
 
+/** The string without the characters firstUnprintablePosition refuses (Zulip's is_character_printable filter). */
+export function removeUnprintable(s: string): string {
+  let out = '';
+  for (const ch of s) if (!CONTROL_OR_SURROGATE.test(ch) && !isNonCharacter(ch.codePointAt(0)!)) out += ch;
+  return out;
+}
+
 /**
  * A topic as clients send it, read the way Zulip does for sending: surrounding whitespace
  * removed, "(no topic)" and the realm's empty-topic display name meaning the empty topic,

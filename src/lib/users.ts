@@ -112,7 +112,7 @@ async function everyoneForApi(
 }
 
 /**
- * register's cross_realm_bots: Notification Bot and Welcome Bot (created on first use), with
+ * register's cross_realm_bots: Notification Bot, Welcome Bot and Email Gateway (created on first use), with
  * no owner and `is_system_bot`, as Zulip's get_cross_realm_dicts.
  */
 export async function getSystemBotsForApi(db: Tx, config: Config, realm: Realm, caller: User): Promise<Record<string, unknown>[]> {

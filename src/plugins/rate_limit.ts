@@ -9,6 +9,12 @@ import { MemoryRateLimitBackend, RedisRateLimitBackend, type RateLimitBackend, t
  * password attempts per username. Counted in memory, or in Redis when REDIS_URL is set so
  * that every process shares one budget.
  */
+const EMAIL_MIRROR_RULES: RateLimitRule[] = [
+  [60, 50],
+  [300, 120],
+  [3600, 600],
+];
+
 export class RateLimiter {
   private readonly apiByUser: RateLimitRule[];
   private readonly apiByIp: RateLimitRule[];
@@ -47,6 +53,11 @@ export class RateLimiter {
       if (e instanceof JsonableError) reply.header('X-RateLimit-Remaining', '0');
       throw e;
     }
+  }
+
+  /** One mail to a channel's address in the realm (Zulip's RATE_LIMITING_MIRROR_REALM_RULES). */
+  async checkEmailMirror(realmId: number): Promise<void> {
+    await this.hit(`email_mirror_by_realm:${realmId}`, EMAIL_MIRROR_RULES);
   }
 
   /** One password attempt for a username; a success calls clearAuthAttempts. */

@@ -11,24 +11,25 @@ import { PASSWORD } from '../helpers/server.js';
 import { OrgClient } from '../reliability/org_client.js';
 
 forEachDatabase('system bots', (server) => {
-  test('Notification Bot and Welcome Bot are cross_realm_bots, not members', async () => {
+  test('Notification Bot, Welcome Bot and Email Gateway are cross_realm_bots, not members', async () => {
     const s = server();
     const db = s.app.services.db.kysely;
     const notification = await fetchSystemBot(db, s.config, s.realm, 'notification');
     const welcome = await fetchSystemBot(db, s.config, s.realm, 'welcome');
+    const gateway = await fetchSystemBot(db, s.config, s.realm, 'emailGateway');
 
     const res = await s.cast.hamlet.client.post('/register', { fetch_event_types: ['realm_user'] });
     assertConforms(res, 'POST', '/register');
     const state = ok(res);
     const ids = (list: { user_id: number }[]) => list.map((u) => u.user_id);
-    assert.deepEqual(ids(state.cross_realm_bots), [notification.id, welcome.id].sort((a, b) => a - b));
+    assert.deepEqual(ids(state.cross_realm_bots), [notification.id, welcome.id, gateway.id].sort((a, b) => a - b));
     for (const bot of state.cross_realm_bots) {
       assert.equal(bot.is_system_bot, true);
       assert.equal(bot.is_bot, true);
       assert.equal(bot.bot_owner_id, null);
-      assert.equal(bot.email, bot.user_id === notification.id ? notification.email : welcome.email);
+      assert.equal(bot.email, [notification, welcome, gateway].find((b) => b.id === bot.user_id)!.email);
     }
-    assert.deepEqual(state.cross_realm_bots.map((b: { full_name: string }) => b.full_name).sort(), ['Notification Bot', 'Welcome Bot']);
+    assert.deepEqual(state.cross_realm_bots.map((b: { full_name: string }) => b.full_name).sort(), ['Email Gateway', 'Notification Bot', 'Welcome Bot']);
     assert.ok(!ids(state.realm_users).includes(notification.id));
     assert.ok(!ids(state.realm_users).includes(welcome.id));
     assert.ok(!ids(state.realm_non_active_users).includes(notification.id));

@@ -39,7 +39,7 @@ forEachDatabase('users in POST /register', (server) => {
     for (const m of Object.values(s.cast)) assert.ok(ids.includes(m.user.id));
     assert.ok(!ids.includes(gone.id));
     assert.deepEqual(state.realm_non_active_users.map((u: { user_id: number }) => u.user_id), [gone.id]);
-    assert.deepEqual(state.cross_realm_bots.map((u: { full_name: string }) => u.full_name), ['Notification Bot', 'Welcome Bot']);
+    assert.deepEqual(state.cross_realm_bots.map((u: { full_name: string }) => u.full_name).sort(), ['Email Gateway', 'Notification Bot', 'Welcome Bot']);
     const self = state.realm_users.find((u: { user_id: number }) => u.user_id === s.cast.hamlet.user.id);
     assertMatchesComponent(self, 'User');
     // Flutter requires these; is_active is left out as Zulip does for these lists.

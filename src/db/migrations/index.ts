@@ -21,6 +21,7 @@ import * as m0109 from './0109_attachments_sessions_indexes.js';
 import * as m0110 from './0110_scheduled_messages.js';
 import * as m0111 from './0111_channel_folders.js';
 import * as m0140 from './0140_realm_logos.js';
+import * as m0150 from './0150_email_gateway.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -52,4 +53,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0110_scheduled_messages': m0110,
   '0111_channel_folders': m0111,
   '0140_realm_logos': m0140,
+  '0150_email_gateway': m0150,
 };
