@@ -17,10 +17,13 @@ import { ensureDefaultRealm } from './actions/bootstrap.js';
 import { registerRoutes } from './routes/index.js';
 import { serveLongPollsDirectly } from './routes/events/long_poll.js';
 import { ScheduledMessageWorker } from './workers/scheduled_messages.js';
+import { EmailGatewayServer } from './workers/email_gateway.js';
 
 export interface App {
   fastify: FastifyInstance;
   services: Services;
+  /** The SMTP listener of the email gateway, when this process is configured with its port. */
+  emailGateway: EmailGatewayServer | null;
   close(): Promise<void>;
 }
 
@@ -53,6 +56,9 @@ async function connectReadCache(fastify: FastifyInstance, config: Config, db: Da
 
 /** Builds the whole server without listening; server.ts and the tests call it. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
+  if (config.emailGateway.port !== null && !config.emailGateway.domain) {
+    throw new Error('PARLEY_EMAIL_GATEWAY_PORT needs PARLEY_EMAIL_GATEWAY_DOMAIN: the domain of the addresses it accepts');
+  }
   const fastify = Fastify({
     // Written synchronously, as process.stdout is, so that the log and what server.ts prints
     // appear in the order they happen. Request lines are logged only at debug level.
@@ -103,11 +109,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.scheduler = scheduler;
     scheduler.start();
   }
+  const emailGateway = config.emailGateway.port !== null ? new EmailGatewayServer(services) : null;
+  if (emailGateway) {
+    const { address, port } = await emailGateway.listen();
+    fastify.log.info(`Email gateway listening for ${config.emailGateway.domain} on ${address}:${port}`);
+  }
 
   return {
     fastify,
     services,
+    emailGateway,
     async close() {
+      await emailGateway?.close();
       await fastify.close();
       await scheduler?.stop();
       await queues.close();

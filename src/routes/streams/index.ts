@@ -4,6 +4,7 @@ import type { Services } from '../../services.js';
 import type { Realm, Stream, User } from '../../db/tables.js';
 import { adminRequired, badRequest, insufficientPermission, ownerRequired } from '../../errors.js';
 import { endpoint } from '../endpoint.js';
+import { doGetChannelEmailAddress } from '../../actions/email_gateway.js';
 import { p } from '../params.js';
 import { fetchDefaultStreamIds, fetchRealmStreams, fetchStreamsByIds } from '../../db/repos/streams.js';
 import {
@@ -291,6 +292,15 @@ export function registerStreamRoutes(app: FastifyInstance, services: Services): 
       const { stream } = await accessStreamById(callerFor(realm, user), params.stream_id, { requireActive: false, requireContentAccess: false });
       return { stream: formatStream(stream, await fetchStreamFormatContext(db, realm.id, [stream])) };
     },
+  });
+
+  endpoint(app, services, {
+    method: 'GET',
+    path: '/streams/:stream_id/email_address',
+    params: { stream_id: p.int(), sender_id: p.int().optional() },
+    handler: async ({ realm, user, params }) => ({
+      email: await doGetChannelEmailAddress(services, realm, user, params.stream_id, params.sender_id),
+    }),
   });
 
   endpoint(app, services, {
