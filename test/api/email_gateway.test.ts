@@ -120,6 +120,19 @@ forEachDatabase(
       assert.equal((await lastMessage(hamlet.client, [{ operator: 'channel', operand: stream.id }])).content, 'Hello **world**');
     });
 
+    test('Email Gateway posts to a private channel as the creator of its address may, and stops when the creator may not', async () => {
+      const s = server();
+      const { hamlet, othello } = s.cast;
+      const secret = await createChannel(s, uniqueName('Private'), { inviteOnly: true, subscribers: [hamlet.user, othello.user] });
+      const address = await channelAddress(othello.client, secret.id);
+      await transport(s).sendMail({ from: 'x@example.org', to: address, subject: 'hush', text: 'between us' });
+      const message = await lastMessage(hamlet.client, [{ operator: 'channel', operand: secret.id }]);
+      assert.equal(message.subject, 'hush');
+      assert.equal(message.content, 'From: x@example.org\nbetween us');
+      ok(await othello.client.delete('/users/me/subscriptions', { subscriptions: [secret.name] }));
+      assert.equal(await refusal(transport(s).sendMail({ from: 'x@example.org', to: address, subject: 'hush', text: 'again' })), 550);
+    });
+
     test('attachments are uploaded as the sender and linked', async () => {
       const s = server();
       const { hamlet } = s.cast;
@@ -225,3 +238,12 @@ forEachDatabase(
   },
   { emailGateway: { domain: DOMAIN, port: 0, host: '127.0.0.1', maxMessageBytes: MAX_BYTES, missedMessageAddressExpirySeconds: 3600 } },
 );
+
+forEachDatabase('email gateway off (the default)', (server) => {
+  test('no SMTP listener, and channel addresses are empty without a gateway domain', async () => {
+    const s = server();
+    assert.equal(s.app.emailGateway, null);
+    const stream = await createChannel(s, uniqueName('Quiet'), { subscribers: [s.cast.hamlet.user] });
+    assert.equal(await channelAddress(s.cast.hamlet.client, stream.id), '');
+  });
+});
