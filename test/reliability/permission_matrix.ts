@@ -101,6 +101,14 @@ export const MATRIX: MatrixRow[] = [
   { name: 'GET /realm/domains', method: 'GET', route: '/realm/domains', path: () => '/realm/domains', expect: outcomes('everyone', INSUFFICIENT) },
   { name: 'GET /channel_folders', method: 'GET', route: '/channel_folders', path: () => '/channel_folders', expect: outcomes('everyone', INSUFFICIENT) },
   { name: 'GET /scheduled_messages', method: 'GET', route: '/scheduled_messages', path: () => '/scheduled_messages', expect: outcomes('everyone', INSUFFICIENT) },
+  {
+    // Since feature level 448, for users who may post to the channel (everyone may post to the seeded one).
+    name: 'GET /streams/{id}/email_address',
+    method: 'GET',
+    route: '/streams/:stream_id/email_address',
+    path: (c) => `/streams/${c.streamId}/email_address`,
+    expect: outcomes('everyone', INSUFFICIENT),
+  },
   { name: 'GET /reminders', method: 'GET', route: '/reminders', path: () => '/reminders', expect: outcomes('everyone', INSUFFICIENT) },
 
   // Channel folders: administrators manage them (Zulip's require_realm_admin).
