@@ -65,18 +65,20 @@ async function accessBotById(services: ActionServices, realm: Realm, caller: Use
  * Zulip's get_stream_email_address: the channel's address for mail posted as `senderId` (the
  * Email Gateway bot by default, the caller, or a bot the caller administers), made on first
  * request with a token per channel, creator and sender, always with `show-sender`. Since feature
- * level 448 only users who may post to the channel get it.
+ * level 448 only when that sender (the caller, for Email Gateway) may post to the channel.
  */
 export async function doGetChannelEmailAddress(services: ActionServices, realm: Realm, user: User, streamId: number, senderId: number | undefined): Promise<string> {
   const db = services.db.kysely;
   const caller = new ChannelCaller(db, realm, user);
   const { stream } = await accessStreamById(caller, streamId);
-  await accessStreamForSend(caller, { id: stream.id });
   const gatewayBot = await fetchSystemBot(db, services.config, realm, 'emailGateway');
   let sender: User;
   if (senderId === undefined || senderId === gatewayBot.id) sender = gatewayBot;
   else if (senderId === user.id) sender = user;
   else sender = await accessBotById(services, realm, user, senderId);
+  // Checked as mail to the address will be (check_access_for_channel_email_address): a bot the
+  // caller owns may have an address where the caller may not post.
+  await accessStreamForSend(sender === gatewayBot || sender === user ? caller : new ChannelCaller(db, realm, sender), { id: stream.id });
 
   const existing = await fetchChannelEmailAddressFor(db, stream.id, user.id, sender.id);
   const row =
