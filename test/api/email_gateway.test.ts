@@ -118,6 +118,12 @@ forEachDatabase(
       // An HTML-only message is converted to Markdown.
       await transport(s).sendMail({ from: 'dan@example.org', to: plain, subject: 'html', html: '<p>Hello <strong>world</strong></p>' });
       assert.equal((await lastMessage(hamlet.client, [{ operator: 'channel', operand: stream.id }])).content, 'Hello **world**');
+      // Both parts: plain text unless the address prefers HTML.
+      const both = { from: 'dan@example.org', subject: 'both', text: 'plain *part*', html: '<p>html <em>part</em></p>' };
+      await transport(s).sendMail({ ...both, to: plain });
+      assert.equal((await lastMessage(hamlet.client, [{ operator: 'channel', operand: stream.id }])).content, 'plain *part*');
+      await transport(s).sendMail({ ...both, to: plain.replace('@', '+prefer-html@') });
+      assert.equal((await lastMessage(hamlet.client, [{ operator: 'channel', operand: stream.id }])).content, 'html _part_');
     });
 
     test('Email Gateway posts to a private channel as the creator of its address may, and stops when the creator may not', async () => {
