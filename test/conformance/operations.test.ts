@@ -34,7 +34,6 @@ const EXCEPTIONS: Record<string, string> = {
   'POST /remove_client_device': 'issue 17 item 3, not yet served',
   'POST /realm/deactivate': 'issue 17 item 3, not yet served',
   'POST /realm/test_welcome_bot_custom_message': 'issue 17 item 3, not yet served',
-  'POST /messages/{message_id}/typing': 'issue 17 item 3, not yet served',
   'POST /calls/nextcloud_talk/create': 'issue 17 item 3, not yet served',
   'POST /calls/constructorgroups/create': 'issue 17 item 3, not yet served',
 };
