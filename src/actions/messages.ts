@@ -526,7 +526,11 @@ export async function checkSendMessage(services: ActionServices, realm: Realm, s
     if (typeof indicator === 'string') checkChannelName(indicator.trim());
     caller = new ChannelCaller(db, realm, sender);
     const { stream, subscribed } = await accessStreamForSend(caller, typeof indicator === 'number' ? { id: indicator } : { name: indicator.trim() });
-    if (!(await caller.channelPermission(stream, 'can_create_topic_group')) && !(await topicHasMessagesCached(db, stream.id, topicKey(topic)))) {
+    if (
+      !sender.is_system_bot &&
+      !(await caller.channelPermission(stream, 'can_create_topic_group')) &&
+      !(await topicHasMessagesCached(db, stream.id, topicKey(topic)))
+    ) {
       throw badRequest('You do not have permission to create new topics in this channel.');
     }
     const policy = stream.topics_policy === 'inherit' ? settings.topics_policy : stream.topics_policy;

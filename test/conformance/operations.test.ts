@@ -25,7 +25,6 @@ const EXCEPTIONS: Record<string, string> = {
   'POST /bots/{bot_id}/api_key/regenerate': 'issue 17 item 4 (bots), in progress',
   'GET /streams/{stream_id}/email_address': 'issue 17 item 6 (email gateway), in progress',
   'POST /remotes/push/e2ee/register': "the push notification service's (bouncer's) API, which an organization's server calls rather than serves",
-  'POST /messages/{message_id}/report': 'issue 17 item 3, not yet served',
   'GET /thumbnail/status/{realm_id_str}/{filename}': 'issue 17 item 3, not yet served',
   'POST /mobile_push/test_notification': 'issue 17 item 3, not yet served',
   'POST /mobile_push/e2ee/test_notification': 'issue 17 item 3, not yet served',
