@@ -31,8 +31,6 @@ const EXCEPTIONS: Record<string, string> = {
   'POST /mobile_push/register': 'issue 17 item 3, not yet served',
   'POST /register_client_device': 'issue 17 item 3, not yet served',
   'POST /remove_client_device': 'issue 17 item 3, not yet served',
-  'POST /realm/deactivate': 'issue 17 item 3, not yet served',
-  'POST /realm/test_welcome_bot_custom_message': 'issue 17 item 3, not yet served',
   'POST /calls/nextcloud_talk/create': 'issue 17 item 3, not yet served',
   'POST /calls/constructorgroups/create': 'issue 17 item 3, not yet served',
 };
