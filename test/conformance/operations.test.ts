@@ -26,11 +26,6 @@ const EXCEPTIONS: Record<string, string> = {
   'GET /streams/{stream_id}/email_address': 'issue 17 item 6 (email gateway), in progress',
   'POST /remotes/push/e2ee/register': "the push notification service's (bouncer's) API, which an organization's server calls rather than serves",
   'GET /thumbnail/status/{realm_id_str}/{filename}': 'issue 17 item 3, not yet served',
-  'POST /mobile_push/test_notification': 'issue 17 item 3, not yet served',
-  'POST /mobile_push/e2ee/test_notification': 'issue 17 item 3, not yet served',
-  'POST /mobile_push/register': 'issue 17 item 3, not yet served',
-  'POST /register_client_device': 'issue 17 item 3, not yet served',
-  'POST /remove_client_device': 'issue 17 item 3, not yet served',
   'POST /calls/nextcloud_talk/create': 'issue 17 item 3, not yet served',
   'POST /calls/constructorgroups/create': 'issue 17 item 3, not yet served',
 };
