@@ -25,9 +25,9 @@ const EXCEPTIONS: Record<string, string> = {
   'POST /bots/{bot_id}/api_key/regenerate': 'issue 17 item 4 (bots), in progress',
   'GET /streams/{stream_id}/email_address': 'issue 17 item 6 (email gateway), in progress',
   'POST /remotes/push/e2ee/register': "the push notification service's (bouncer's) API, which an organization's server calls rather than serves",
-  'GET /thumbnail/status/{realm_id_str}/{filename}': 'issue 17 item 3, not yet served',
-  'POST /calls/nextcloud_talk/create': 'issue 17 item 3, not yet served',
-  'POST /calls/constructorgroups/create': 'issue 17 item 3, not yet served',
+  'GET /thumbnail/status/{realm_id_str}/{filename}': 'issue 17 item 3: thumbnails (background resizing, server_thumbnail_formats) are not built yet',
+  'POST /calls/constructorgroups/create':
+    "issue 17 item 3: Constructor Groups' room API is not publicly documented and Zulip's implementation was not available to follow",
 };
 
 /** A value for each path parameter that the route's own parser accepts. */
