@@ -56,6 +56,8 @@ export interface Config {
     apiUrl: string | null;
   };
   bigBlueButton: { url: string | null; secret: string | null };
+  /** A Nextcloud server with Talk, and the account that creates the call conversations. */
+  nextcloudTalk: { url: string | null; username: string | null; password: string | null };
   jitsiServerUrl: string;
   /**
    * Scheduled messages and reminders: whether this process delivers them, and the longest it
@@ -145,6 +147,11 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       apiUrl: e.VIDCALL_API_URL || null,
     },
     bigBlueButton: { url: e.BIG_BLUE_BUTTON_URL || null, secret: e.BIG_BLUE_BUTTON_SECRET || null },
+    nextcloudTalk: {
+      url: e.NEXTCLOUD_TALK_URL ? e.NEXTCLOUD_TALK_URL.replace(/\/+$/, '') : null,
+      username: e.NEXTCLOUD_TALK_USERNAME || null,
+      password: e.NEXTCLOUD_TALK_PASSWORD || null,
+    },
     jitsiServerUrl: (e.JITSI_SERVER_URL ?? 'https://meet.jit.si').replace(/\/+$/, ''),
     scheduler: {
       enabled: (e.PARLEY_SCHEDULER ?? 'on') !== 'off',

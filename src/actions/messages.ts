@@ -536,7 +536,11 @@ export async function checkSendMessage(services: ActionServices, realm: Realm, s
     const accessed = await accessStreamForSend(accessCaller, typeof indicator === 'number' ? { id: indicator } : { name: indicator.trim() });
     const { stream } = accessed;
     const subscribed = accessCaller === caller ? accessed.subscribed : (await fetchStreamWithSubscriptionCached(db, realm.id, { id: stream.id }, sender.id))?.subscribed === true;
-    if (!(await accessCaller.channelPermission(stream, 'can_create_topic_group')) && !(await topicHasMessagesCached(db, stream.id, topicKey(topic)))) {
+    if (
+      !sender.is_system_bot &&
+      !(await accessCaller.channelPermission(stream, 'can_create_topic_group')) &&
+      !(await topicHasMessagesCached(db, stream.id, topicKey(topic)))
+    ) {
       throw badRequest('You do not have permission to create new topics in this channel.');
     }
     const policy = stream.topics_policy === 'inherit' ? settings.topics_policy : stream.topics_policy;
@@ -1155,6 +1159,18 @@ function isResolveToggle(from: string, to: string): boolean {
 }
 
 /**
+ * Zulip's validate_user_can_edit_message: the realm allows editing, the editor sent the
+ * message, and message_content_edit_limit_seconds (plus `bufferSeconds`) has not passed.
+ */
+export function checkCanEditContent(realm: Realm, editor: Pick<User, 'id'>, message: Pick<Message, 'sender_id' | 'date_sent'>, bufferSeconds: number): void {
+  const settings = realmSettings(realm);
+  if (!settings.allow_message_editing) throw badRequest('Your organization has turned off message editing');
+  if (message.sender_id !== editor.id) throw badRequest("You don't have permission to edit this message");
+  const limit = settings.message_content_edit_limit_seconds;
+  if (limit !== null && now() - message.date_sent > limit + bufferSeconds) throw badRequest('The time limit for editing this message has passed');
+}
+
+/**
  * Zulip's check_update_message for content edits and topic moves within a channel: only the
  * sender edits content, within message_content_edit_limit_seconds (+20 s) and while the realm
  * allows editing; topics move for members of can_move_messages_between_topics_group (or the
@@ -1169,10 +1185,7 @@ export async function checkUpdateMessage(services: ActionServices, realm: Realm,
   const elapsed = now() - message.date_sent;
   let content: PreparedEdit['content'] = null;
   if (req.content !== undefined) {
-    if (!settings.allow_message_editing) throw badRequest('Your organization has turned off message editing');
-    if (message.sender_id !== editor.id) throw badRequest("You don't have permission to edit this message");
-    const limit = settings.message_content_edit_limit_seconds;
-    if (limit !== null && elapsed > limit + EDIT_LIMIT_BUFFER_SECONDS) throw badRequest('The time limit for editing this message has passed');
+    checkCanEditContent(realm, editor, message, EDIT_LIMIT_BUFFER_SECONDS);
     if (req.prevContentSha256 !== undefined && req.prevContentSha256 !== createHash('sha256').update(message.content).digest('hex')) {
       throw badRequest("'prev_content_sha256' value does not match the expected value.");
     }

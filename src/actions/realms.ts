@@ -1,6 +1,10 @@
 import { now, transaction } from '../db/index.js';
 import type { Realm } from '../db/tables.js';
 import { insertRealm, updateRealmRow } from '../db/repos/realms.js';
+import { deleteRealmSessions } from '../db/repos/sessions.js';
+import { insertAuditLog } from '../db/repos/users.js';
+import { fetchActiveUserIds } from '../db/repos/settings.js';
+import type { User } from '../db/tables.js';
 import { insertSubgroups, insertUserGroup, updateSystemGroupPermissions } from '../db/repos/user_groups.js';
 import { USER_GROUP_PERMISSION_SETTINGS } from '../lib/group_settings.js';
 import { SYSTEM_GROUPS } from '../lib/system_groups.js';
@@ -41,5 +45,28 @@ export async function doCreateRealm(
     const settings = JSON.stringify(initialRealmSettings(ids));
     await updateRealmRow(tx, realm.id, { settings });
     return { ...realm, settings };
+  });
+}
+
+/**
+ * Zulip's do_deactivate_realm: the organization is marked deactivated (its users and data are
+ * kept, so it can be reactivated), every connected client gets `realm deactivated`, and every
+ * browser session ends; from then on each request answers REALM_DEACTIVATED.
+ */
+export async function doDeactivateRealm(services: ActionServices, realm: Realm, actingUser: User | null): Promise<void> {
+  if (realm.deactivated) return;
+  await transaction(services.db, async (tx, afterCommit) => {
+    await updateRealmRow(tx, realm.id, { deactivated: 1 });
+    await insertAuditLog(tx, {
+      realm_id: realm.id,
+      acting_user_id: actingUser?.id ?? null,
+      modified_user_id: null,
+      event_type: 'realm_deactivated',
+      event_time: now(),
+      extra_data: JSON.stringify({ deactivation_reason: actingUser ? 'owner_request' : 'administrator' }),
+    });
+    await deleteRealmSessions(tx, realm.id);
+    const userIds = await fetchActiveUserIds(tx, realm.id);
+    afterCommit(() => services.events.send(realm.id, { type: 'realm', op: 'deactivated', realm_id: realm.id }, userIds));
   });
 }

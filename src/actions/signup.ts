@@ -23,7 +23,8 @@ export async function fetchUsableInvite(services: ActionServices, key: string): 
   return { invite, realm };
 }
 
-async function sendBotDirectMessage(services: ActionServices, realm: Realm, bot: SystemBotName, to: User, content: string): Promise<void> {
+/** A direct message from a system bot to one user; returns its ID. */
+export async function sendBotDirectMessage(services: ActionServices, realm: Realm, bot: SystemBotName, to: User, content: string): Promise<number> {
   const sender = await fetchSystemBot(services.db.kysely, services.config, realm, bot);
   const prepared = await checkSendMessage(services, realm, sender, {
     type: 'private',
@@ -32,7 +33,7 @@ async function sendBotDirectMessage(services: ActionServices, realm: Realm, bot:
     content,
     client: 'Internal',
   });
-  await doSendMessage(services, prepared);
+  return (await doSendMessage(services, prepared)).id;
 }
 
 /**

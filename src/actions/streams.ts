@@ -851,6 +851,30 @@ export async function checkAddSubscriptions(
 }
 
 /**
+ * Every check of POST /channels/create (Zulip's create_channel): a name no channel of the
+ * realm has, archived ones included (409 CHANNEL_ALREADY_EXISTS), then the checks of channel
+ * creation in POST /users/me/subscriptions, subscribing exactly `subscribers`.
+ */
+export async function checkCreateChannel(
+  services: ActionServices,
+  caller: ChannelCaller,
+  req: CreationOptions & { name: string; description: string; subscribers: readonly number[] },
+): Promise<SubscriptionPlan> {
+  if (caller.user.role === ROLE_GUEST) throw badRequest('Not allowed for guest users');
+  const name = checkStreamName(req.name.trim());
+  if (await fetchStreamByName(caller.db, caller.realm.id, name)) {
+    throw new JsonableError(`Channel '${name}' already exists`, 'CHANNEL_ALREADY_EXISTS', 409);
+  }
+  const { plan } = await checkAddSubscriptions(services, caller, {
+    ...req,
+    subscriptions: [{ name, description: req.description }],
+    principals: req.subscribers,
+    authorizationErrorsFatal: true,
+  });
+  return plan;
+}
+
+/**
  * Every check of DELETE /users/me/subscriptions: the principals exist and are active; every
  * channel exists and is visible to the caller (otherwise STREAM_DOES_NOT_EXIST, so as not to
  * reveal private channels); removing anyone but oneself and one's own bots needs

@@ -7,6 +7,8 @@ import { ChannelCaller, accessStreamById, accessStreamForSend } from '../lib/acc
 import { realmSettings } from '../lib/realm_settings.js';
 import { mapEmptyTopicAliases } from '../lib/topics.js';
 import { userSettings } from '../lib/user_settings.js';
+import { accessMessage } from '../lib/access/messages.js';
+import { checkCanEditContent } from './messages.js';
 
 /** Zulip's typing protocol intervals, sent to clients at register (server_typing_*). */
 export const TYPING_STARTED_EXPIRY_PERIOD_MILLISECONDS = 45_000;
@@ -83,4 +85,41 @@ export async function doSendStreamTypingNotification(
   const notify = users.filter((u) => userSettings(u).receives_typing_notifications).map((u) => u.id);
   const event = { type: 'typing', op, message_type: 'stream', sender: person(sender), stream_id: streamId, topic };
   services.events.send(realm.id, event, notify);
+}
+
+/**
+ * Message-edit typing (Zulip's send_message_edit_notification_backend): only someone who may
+ * edit the message's content now (no grace period) announces editing it, to whoever would see
+ * the edit: the channel's subscribers (unless the channel is too large for typing
+ * notifications) or the conversation's participants.
+ */
+export async function checkSendMessageEditTypingNotification(services: ActionServices, realm: Realm, editor: User, messageId: number, op: TypingOp): Promise<void> {
+  const db = services.db.kysely;
+  const { message } = await accessMessage(db, realm, editor, messageId);
+  checkCanEditContent(realm, editor, message, 0);
+  if (message.type === 'stream') {
+    if (!userSettings(editor).send_stream_typing_notifications) {
+      throw badRequest('User has disabled typing notifications for channel messages');
+    }
+    const subscribers = await fetchFanoutSubscriptions(db, message.stream_id!);
+    if (subscribers.length > MAX_STREAM_SIZE_FOR_TYPING_NOTIFICATIONS) return;
+    const users = await fetchUsersByIds(db, realm.id, subscribers.map((s) => s.user_id));
+    const notify = users.filter((u) => userSettings(u).receives_typing_notifications).map((u) => u.id);
+    const recipient = { type: 'channel', channel_id: message.stream_id!, topic: message.topic };
+    services.events.send(realm.id, { type: 'typing_edit_message', op, sender_id: editor.id, message_id: message.id, recipient }, notify);
+    return;
+  }
+  if (!userSettings(editor).send_private_typing_notifications) {
+    throw badRequest('User has disabled typing notifications for direct messages');
+  }
+  // Zulip lists the editor first in a one-to-one conversation, the group's members otherwise.
+  const ids = message.dm_key!.split(',').map(Number);
+  const ordered = ids.length === 2 ? [editor.id, ...ids.filter((id) => id !== editor.id)] : ids;
+  const found = new Map((await fetchUsersByIds(db, realm.id, ordered)).map((u) => [u.id, u]));
+  const notify = ordered.filter((id) => {
+    const u = found.get(id);
+    return u !== undefined && u.is_active && userSettings(u).receives_typing_notifications;
+  });
+  const recipient = { type: 'direct', user_ids: notify };
+  services.events.send(realm.id, { type: 'typing_edit_message', op, sender_id: editor.id, message_id: message.id, recipient }, notify);
 }

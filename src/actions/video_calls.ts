@@ -229,3 +229,36 @@ export function createJitsiLink(services: ActionServices, realm: Realm): string 
   const base = (configured || services.config.jitsiServerUrl).replace(/\/+$/, '');
   return `${base}/${randomBytes(8).toString('hex')}`;
 }
+
+/**
+ * A public Nextcloud Talk conversation named `roomName`, created with the configured account
+ * through Talk's OCS API, and its call URL (`<server>/index.php/call/<token>`, as Zulip links it).
+ */
+export async function createNextcloudTalkLink(services: ActionServices, roomName: string): Promise<string> {
+  const { url, username, password } = services.config.nextcloudTalk;
+  if (!url || !username || !password) throw badRequest('Nextcloud Talk is not configured.');
+  const failed = (): JsonableError => badRequest('Failed to create Nextcloud Talk conversation.');
+  let token: unknown;
+  try {
+    const res = await fetch(`${url}/ocs/v2.php/apps/spreed/api/v4/room`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
+        'OCS-APIRequest': 'true',
+        Accept: 'application/json',
+        'Content-Type': 'application/json',
+      },
+      // Room type 3 is a public conversation: anyone with the link can join the call.
+      body: JSON.stringify({ roomType: 3, roomName }),
+      signal: AbortSignal.timeout(OUTGOING_TIMEOUT_MS),
+    });
+    if (!res.ok) throw failed();
+    token = ((await res.json()) as { ocs?: { data?: { token?: unknown } } }).ocs?.data?.token;
+  } catch (e) {
+    if (e instanceof JsonableError) throw e;
+    services.log.warn({ err: e }, 'Nextcloud Talk request failed');
+    throw failed();
+  }
+  if (typeof token !== 'string' || !/^[A-Za-z0-9]+$/.test(token)) throw failed();
+  return `${url}/index.php/call/${token}`;
+}

@@ -260,6 +260,17 @@ export interface PushDeviceTable {
   date_created: number;
 }
 
+export interface ClientDeviceTable {
+  id: Generated<number>;
+  user_id: number;
+  push_key_id: number | null;
+  push_token_id: string | null;
+  pending_push_token_id: string | null;
+  push_token_last_updated_timestamp: number | null;
+  push_registration_error_code: string | null;
+  date_created: number;
+}
+
 export interface ExternalTokenTable {
   user_id: number;
   provider: string;
@@ -472,6 +483,7 @@ export interface DB {
   custom_profile_values: CustomProfileValueTable;
   invites: InviteTable;
   push_devices: PushDeviceTable;
+  client_devices: ClientDeviceTable;
   external_tokens: ExternalTokenTable;
   default_streams: DefaultStreamTable;
   linkifiers: LinkifierTable;

@@ -17,7 +17,8 @@ export function encodeHashComponent(s: string): string {
   return quoted.replace(/[.%]/g, (c) => (c === '.' ? '.2E' : '.'));
 }
 
-function encodeChannel(id: number, name: string): string {
+/** Zulip's encode_channel: `<id>-<name with dashes, hash-encoded>`. */
+export function encodeChannel(id: number, name: string): string {
   return `${id}-${encodeHashComponent(name.replace(/ /g, '-'))}`;
 }
 
@@ -33,8 +34,9 @@ export function unusedFence(content: string): string {
   return '`'.repeat(length);
 }
 
-const INVALID_LINK_TEXT = /[`>*&[\]]|(\$\$)/g;
-const LINK_TEXT_ESCAPES: Record<string, string> = { '`': '&#96;', '>': '&gt;', '*': '&#42;', '&': '&amp;', $$: '&#36;&#36;', '[': '&#91;', ']': '&#93;' };
+/** Characters that break `#**channel>topic**` syntax (Zulip's invalid_stream_topic_regex). */
+export const INVALID_LINK_TEXT = /[`>*&[\]]|(\$\$)/g;
+export const LINK_TEXT_ESCAPES: Record<string, string> = { '`': '&#96;', '>': '&gt;', '*': '&#42;', '&': '&amp;', $$: '&#36;&#36;', '[': '&#91;', ']': '&#93;' };
 
 /** "A", "A and B", "A, B, and C", as Zulip lists the people a direct message went to. */
 function listForDisplay(items: string[]): string {

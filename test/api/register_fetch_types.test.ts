@@ -23,7 +23,6 @@ const NOT_YET_SERVED: Record<string, string> = {
   giphy_api_key: 'no GIF provider integration',
   tenor_api_key: 'no GIF provider integration',
   klipy_api_key: 'no GIF provider integration',
-  devices: 'client device registration comes with the device item of issue 17',
 };
 
 /** Keys zulip.yaml documents as present only under a further condition than the fetch type. */

@@ -92,3 +92,60 @@ forEachDatabase('typing notifications', (server) => {
     err(await hamlet.client.post('/typing', { type: 'channel', stream_id: 99999, topic: 'x', op: 'start' }), 400, 'BAD_REQUEST', 'Invalid channel ID');
   });
 });
+
+forEachDatabase('message-edit typing notifications', (server) => {
+  test('a channel message: typing_edit_message to the channel subscribers', async () => {
+    const s = server();
+    const { hamlet, othello, admin } = s.cast;
+    const stream = (await createChannel(s, 'Edit typing', { subscribers: [hamlet.user, othello.user] })).id;
+    const id = ok(await hamlet.client.post('/messages', { type: 'stream', to: stream, topic: 'plans', content: 'draft' })).id;
+    const qo = await registerQueue(othello.client, { event_types: ['typing_edit_message'] });
+    const qa = await registerQueue(admin.client, { event_types: ['typing_edit_message'] });
+    const res = await hamlet.client.post(`/messages/${id}/typing`, { op: 'start' });
+    ok(res);
+    assertConforms(res, 'POST', '/messages/{message_id}/typing');
+    const e = await qo.next('typing_edit_message');
+    assertEventConforms(e);
+    assert.deepEqual(
+      { op: e.op, sender_id: e.sender_id, message_id: e.message_id, recipient: e.recipient },
+      { op: 'start', sender_id: hamlet.user.id, message_id: id, recipient: { type: 'channel', channel_id: stream, topic: 'plans' } },
+    );
+    await qa.expectNone('typing_edit_message', 200);
+    ok(await hamlet.client.post(`/messages/${id}/typing`, { op: 'stop' }));
+    const stop = await qo.next('typing_edit_message');
+    assertEventConforms(stop);
+    assert.equal(stop.op, 'stop');
+  });
+
+  test('a direct message: the participants, the editor first', async () => {
+    const s = server();
+    const { hamlet, othello, moderator } = s.cast;
+    const id = ok(await hamlet.client.post('/messages', { type: 'direct', to: [othello.user.id], content: 'hi' })).id;
+    const qo = await registerQueue(othello.client, { event_types: ['typing_edit_message'] });
+    ok(await hamlet.client.post(`/messages/${id}/typing`, { op: 'start' }));
+    const e = await qo.next('typing_edit_message');
+    assertEventConforms(e);
+    assert.deepEqual(e.recipient, { type: 'direct', user_ids: [hamlet.user.id, othello.user.id] });
+    const group = ok(await hamlet.client.post('/messages', { type: 'direct', to: [othello.user.id, moderator.user.id], content: 'all' })).id;
+    ok(await hamlet.client.post(`/messages/${group}/typing`, { op: 'start' }));
+    const g = await qo.next('typing_edit_message');
+    assert.deepEqual(g.recipient.user_ids, [hamlet.user.id, othello.user.id, moderator.user.id].sort((a, b) => a - b));
+  });
+
+  test('only who may edit the content, within the limit, with typing notifications on', async () => {
+    const s = server();
+    const { hamlet, othello, owner, admin } = s.cast;
+    const id = ok(await hamlet.client.post('/messages', { type: 'direct', to: [othello.user.id], content: 'hi' })).id;
+    err(await hamlet.client.post(`/messages/${id}/typing`, {}), 400, 'REQUEST_VARIABLE_MISSING', "Missing 'op' argument");
+    err(await hamlet.client.post(`/messages/${id}/typing`, { op: 'begin' }), 400, 'BAD_REQUEST');
+    err(await othello.client.post(`/messages/${id}/typing`, { op: 'start' }), 400, 'BAD_REQUEST', "You don't have permission to edit this message");
+    err(await admin.client.post(`/messages/${id}/typing`, { op: 'start' }), 400, 'BAD_REQUEST', 'Invalid message(s)');
+    err(await hamlet.client.post('/messages/999999/typing', { op: 'start' }), 400, 'BAD_REQUEST', 'Invalid message(s)');
+    ok(await hamlet.client.patch('/settings', { send_private_typing_notifications: false }));
+    err(await hamlet.client.post(`/messages/${id}/typing`, { op: 'start' }), 400, 'BAD_REQUEST', 'User has disabled typing notifications for direct messages');
+    ok(await hamlet.client.patch('/settings', { send_private_typing_notifications: true }));
+    ok(await owner.client.patch('/realm', { allow_message_editing: false }));
+    err(await hamlet.client.post(`/messages/${id}/typing`, { op: 'start' }), 400, 'BAD_REQUEST', 'Your organization has turned off message editing');
+    ok(await owner.client.patch('/realm', { allow_message_editing: true }));
+  });
+});

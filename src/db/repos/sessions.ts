@@ -20,3 +20,11 @@ export async function deleteUserSessions(db: Tx, userId: number): Promise<void> 
 export async function takeSession(db: Tx, id: string): Promise<{ user_id: number; expires: number } | undefined> {
   return db.deleteFrom('sessions').where('id', '=', id).returning(['user_id', 'expires']).executeTakeFirst();
 }
+
+/** Ends every browser session of an organization's users. */
+export async function deleteRealmSessions(db: Tx, realmId: number): Promise<void> {
+  await db
+    .deleteFrom('sessions')
+    .where('user_id', 'in', db.selectFrom('users').select('id').where('realm_id', '=', realmId))
+    .execute();
+}

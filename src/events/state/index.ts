@@ -7,6 +7,7 @@ import { fetchOrgState } from './org.js';
 import { fetchGroupsState } from './groups.js';
 import { fetchInvitesState } from './invites.js';
 import { fetchCallsState } from './calls.js';
+import { fetchDevicesState } from './devices.js';
 import { fetchPresenceState } from './presence.js';
 import { fetchEmojiState } from './emoji.js';
 import { fetchPersonalState } from './personal.js';
@@ -23,6 +24,7 @@ export const STATE_FETCHERS: readonly StateFetcher[] = [
   fetchOrgState,
   fetchInvitesState,
   fetchCallsState,
+  fetchDevicesState,
   fetchPresenceState,
   fetchEmojiState,
   fetchPersonalState,

@@ -302,8 +302,9 @@ export async function accessStreamForNarrow(
 
 /** Zulip's check_stream_access_based_on_can_send_message_group: a bot may also post where its owner may. */
 export async function checkCanSendMessageGroup(caller: ChannelCaller, stream: Pick<Stream, 'permissions'>): Promise<void> {
-  if (await caller.channelPermission(stream, 'can_send_message_group')) return;
   const { user } = caller;
+  // Zulip's cross-realm bots (here the system bots) post regardless of the channel's groups.
+  if (user.is_system_bot || (await caller.channelPermission(stream, 'can_send_message_group'))) return;
   if (user.is_bot && user.bot_owner_id !== null) {
     const owner = await fetchUserById(caller.db, caller.realm.id, user.bot_owner_id);
     if (owner && hasChannelPermission(await loadUserGroupMembership(caller.db, owner), owner, stream, 'can_send_message_group')) return;
@@ -321,7 +322,8 @@ async function senderMayPost(caller: ChannelCaller, accessed: StreamWithSubscrip
   const { user } = caller;
   if (stream.is_web_public) return true;
   if (!stream.invite_only && user.role !== ROLE_GUEST) return true;
-  if (subscribed || user.can_forge_sender) return true;
+  // System bots post where the server needs them to, as Zulip's cross-realm bots do.
+  if (subscribed || user.can_forge_sender || user.is_system_bot) return true;
   if (user.is_bot && user.bot_owner_id !== null && (await fetchSubscriptionRow(caller.db, user.bot_owner_id, stream.id))?.active) return true;
   if (stream.history_public_to_subscribers && user.role !== ROLE_GUEST) {
     return (await caller.channelPermission(stream, 'can_subscribe_group')) || (await caller.channelPermission(stream, 'can_add_subscribers_group'));

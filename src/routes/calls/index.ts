@@ -14,6 +14,7 @@ import {
   completeOAuth,
   createBigBlueButtonLink,
   createJitsiLink,
+  createNextcloudTalkLink,
   createOAuthMeeting,
   joinBigBlueButton,
   startOAuth,
@@ -86,5 +87,12 @@ export function registerCallRoutes(app: FastifyInstance, services: Services): vo
     path: '/calls/jitsi/create',
     params: {},
     handler: async ({ realm }) => ({ url: createJitsiLink(services, realm) }),
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/calls/nextcloud_talk/create',
+    params: { room_name: p.str() },
+    handler: async ({ params }) => ({ url: await createNextcloudTalkLink(services, params.room_name) }),
   });
 }

@@ -6,7 +6,7 @@ import { badRequest } from '../../errors.js';
 import { endpoint } from '../endpoint.js';
 import { p } from '../params.js';
 import { doUpdateUserPresence, fetchPresenceResponse } from '../../actions/presence.js';
-import { checkSendStreamTypingNotification, checkSendTypingNotification } from '../../actions/typing.js';
+import { checkSendMessageEditTypingNotification, checkSendStreamTypingNotification, checkSendTypingNotification } from '../../actions/typing.js';
 import { fetchUserPresenceRow } from '../../db/repos/presence.js';
 import { accessUserByEmail, accessUserById } from '../../lib/access/users.js';
 import { formatSingleUserPresence } from '../../lib/format/presence.js';
@@ -99,6 +99,16 @@ export function registerPresenceRoutes(app: FastifyInstance, services: Services)
       }
       if (params.to === undefined) throw badRequest("Missing 'to' argument");
       await checkSendTypingNotification(services, realm, user, params.to, op);
+      return {};
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/messages/:message_id/typing',
+    params: { message_id: p.int(), op: p.str(z.enum(['start', 'stop'])) },
+    handler: async ({ params, realm, user }) => {
+      await checkSendMessageEditTypingNotification(services, realm, user, params.message_id, params.op === 'start' ? 'start' : 'stop');
       return {};
     },
   });

@@ -36,6 +36,8 @@ import { endpoint } from '../endpoint.js';
 import { p, zInt } from '../params.js';
 import { registerMessageFetchRoutes } from './fetch.js';
 import { registerScheduledMessageRoutes } from './scheduled.js';
+import { checkReportMessage, doReportMessage } from '../../actions/message_reports.js';
+import { MAX_REPORT_MESSAGE_EXPLANATION_LENGTH } from '../../lib/message_report.js';
 import { parseAnchor } from '../../lib/narrow/anchor.js';
 import { fetchMessagesForNarrow } from '../../lib/narrow/fetch.js';
 import { decodeNarrowParam } from '../../lib/narrow/terms.js';
@@ -104,6 +106,21 @@ export function registerMessageRoutes(app: FastifyInstance, services: Services):
         ...messageLinks(services, prepared, sent.id),
         ...(sent.automaticNewVisibilityPolicy !== undefined ? { automatic_new_visibility_policy: sent.automaticNewVisibilityPolicy } : {}),
       };
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/messages/:message_id/report',
+    params: {
+      message_id: p.int(),
+      report_type: p.str(),
+      description: p.str(z.string().max(MAX_REPORT_MESSAGE_EXPLANATION_LENGTH)).default(''),
+    },
+    handler: async ({ params, realm, user }) => {
+      const prepared = await checkReportMessage(services, realm, user, params.message_id, params.report_type, params.description);
+      await doReportMessage(services, prepared);
+      return {};
     },
   });
 

@@ -1,9 +1,20 @@
+import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.js';
-import { badRequest } from '../../errors.js';
+import { JsonableError, badRequest } from '../../errors.js';
 import { endpoint } from '../endpoint.js';
 import { p } from '../params.js';
-import { accessPushDevice, checkPushToken, doAddPushDeviceToken, doRemovePushDeviceToken } from '../../actions/push.js';
+import {
+  accessClientDevice,
+  accessPushDevice,
+  checkPushToken,
+  checkSendTestPushNotification,
+  doAddPushDeviceToken,
+  doRegisterClientDevice,
+  doRemoveClientDevice,
+  doRemovePushDeviceToken,
+  doSendTestPushNotification,
+} from '../../actions/push.js';
 import { requireHuman } from './params.js';
 
 /** Zulip's ApnsAppId: a bundle ID such as org.zulip.Zulip. */
@@ -55,6 +66,67 @@ export function registerPushRoutes(app: FastifyInstance, services: Services): vo
     handler: async ({ user, params }) => {
       checkPushToken(params.token, 'fcm');
       await doRemovePushDeviceToken(services, await accessPushDevice(services, user, 'fcm', params.token));
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/mobile_push/test_notification',
+    authorize: requireHuman,
+    params: { token: p.str().optional() },
+    handler: async ({ realm, user, params }) => {
+      const devices = await checkSendTestPushNotification(services, user, params.token);
+      await doSendTestPushNotification(services, realm, user, devices);
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/register_client_device',
+    authorize: requireHuman,
+    params: {},
+    handler: async ({ realm, user }) => ({ device_id: (await doRegisterClientDevice(services, realm, user)).id }),
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/remove_client_device',
+    authorize: requireHuman,
+    params: { device_id: p.int() },
+    handler: async ({ realm, user, params }) => {
+      await doRemoveClientDevice(services, realm, user, await accessClientDevice(services, user, params.device_id));
+    },
+  });
+
+  // End-to-end encrypted push registrations are sealed to the key of Zulip's push notification
+  // service (the bouncer), which only that service can open; Parley does not use it, so it
+  // refuses them as a Zulip server without the service does, and no device ever has one.
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/mobile_push/register',
+    authorize: requireHuman,
+    params: {
+      device_id: p.int(),
+      push_key_id: p.int().optional(),
+      push_key: p.str().optional(),
+      token_kind: p.str(z.enum(['fcm', 'apns'])).optional(),
+      token_id: p.str().optional(),
+      bouncer_public_key: p.str().optional(),
+      encrypted_push_registration: p.str().optional(),
+    },
+    handler: async ({ user, params }) => {
+      await accessClientDevice(services, user, params.device_id);
+      throw new JsonableError('Server is not configured to use push notification service.', 'PUSH_SERVICE_NOT_CONFIGURED', 400);
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/mobile_push/e2ee/test_notification',
+    authorize: requireHuman,
+    params: { device_id: p.int().optional() },
+    handler: async () => {
+      throw new JsonableError('No active registered push device', 'NO_ACTIVE_PUSH_DEVICE', 400);
     },
   });
 }

@@ -37,6 +37,8 @@ import {
 } from '../../actions/realm_settings.js';
 import { checkUserSettingValues, userSettingParams } from './user_params.js';
 import { endpoint } from '../endpoint.js';
+import { doDeactivateRealm } from '../../actions/realms.js';
+import { sendBotDirectMessage } from '../../actions/signup.js';
 import { p, type Param } from '../params.js';
 
 /** Zulip's RequestVariableConversionError. */
@@ -291,6 +293,35 @@ export function registerRealmSettingsRoutes(app: FastifyInstance, services: Serv
         data.email_address_visibility = visibility;
       }
       return data;
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/realm/deactivate',
+    authorize: (user: User) => {
+      if (!isOwner(user)) throw ownerRequired();
+    },
+    params: { deletion_delay_days: p.json(z.number().int().nonnegative().nullable()).optional() },
+    handler: async ({ realm, user, params }) => {
+      // Parley keeps a deactivated organization's data until an operator removes it: no
+      // deletion is ever scheduled, so a delay cannot be honored.
+      if (params.deletion_delay_days !== undefined && params.deletion_delay_days !== null) {
+        throw badRequest('Scheduled deletion of organization data is not supported by this server.');
+      }
+      await doDeactivateRealm(services, realm, user);
+      return {};
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/realm/test_welcome_bot_custom_message',
+    authorize: requireAdmin,
+    params: { welcome_message_custom_text: p.str(z.string().max(MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH)) },
+    handler: async ({ realm, user, params }) => {
+      if (params.welcome_message_custom_text.length === 0) throw badRequest('Message must not be empty');
+      return { message_id: await sendBotDirectMessage(services, realm, 'welcome', user, params.welcome_message_custom_text) };
     },
   });
 }

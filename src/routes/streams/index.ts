@@ -29,6 +29,7 @@ import { realmSettings } from '../../lib/realm_settings.js';
 import { isAdmin, isGuest, isOwner } from '../../lib/roles.js';
 import {
   checkAddSubscriptions,
+  checkCreateChannel,
   checkChannelSettingValues,
   checkRemoveSubscriptions,
   checkStreamRename,
@@ -138,6 +139,44 @@ export function registerStreamRoutes(app: FastifyInstance, services: Services): 
       // Parley has no Notification Bot, so it never sends these direct messages.
       if (params.send_new_subscription_messages) out.new_subscription_messages_sent = false;
       return out;
+    },
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/channels/create',
+    params: {
+      name: p.str(),
+      description: p.str(descriptionSchema).default(''),
+      subscribers: p.json(z.array(z.number().int())),
+      announce: p.bool().default(false),
+      invite_only: p.bool().default(false),
+      is_web_public: p.bool().default(false),
+      is_default_stream: p.bool().default(false),
+      history_public_to_subscribers: p.bool().optional(),
+      message_retention_days: jsonOrRawParam(),
+      topics_policy: topicsPolicyParam(),
+      folder_id: p.json(z.number().int()).optional(),
+      ...channelSettingValueParams(),
+    },
+    handler: async ({ realm, user, params }) => {
+      const caller = callerFor(realm, user);
+      const folderId = params.folder_id === undefined ? null : (await accessChannelFolder(db, realm, params.folder_id)).id;
+      const plan = await checkCreateChannel(services, caller, {
+        name: params.name,
+        description: params.description,
+        subscribers: params.subscribers,
+        inviteOnly: params.invite_only,
+        isWebPublic: params.is_web_public,
+        isDefaultStream: params.is_default_stream,
+        historyPublicToSubscribers: params.history_public_to_subscribers,
+        messageRetentionDays: parseMessageRetentionDays(params.message_retention_days ?? 'realm_default'),
+        topicsPolicy: params.topics_policy,
+        folderId,
+        permissions: pickChannelSettings<GroupSettingValue>(params),
+      });
+      const result = await doAddSubscriptions(services, realm, user, plan);
+      return { id: result.created[0]!.id };
     },
   });
 
