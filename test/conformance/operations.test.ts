@@ -23,7 +23,6 @@ const EXCEPTIONS: Record<string, string> = {
   'GET /export/realm/consents': 'issue 20 (exports)',
   'GET /bots/{bot_id}/api_key': 'issue 17 item 4 (bots), in progress',
   'POST /bots/{bot_id}/api_key/regenerate': 'issue 17 item 4 (bots), in progress',
-  'GET /streams/{stream_id}/email_address': 'issue 17 item 6 (email gateway), in progress',
   'POST /remotes/push/e2ee/register': "the push notification service's (bouncer's) API, which an organization's server calls rather than serves",
   'GET /thumbnail/status/{realm_id_str}/{filename}': 'issue 17 item 3: thumbnails (background resizing, server_thumbnail_formats) are not built yet',
   'POST /calls/constructorgroups/create':
