@@ -17,7 +17,7 @@ import { ensureDefaultRealm } from './actions/bootstrap.js';
 import { registerRoutes } from './routes/index.js';
 import { serveLongPollsDirectly } from './routes/events/long_poll.js';
 import { ScheduledMessageWorker } from './workers/scheduled_messages.js';
-import { EmailGatewayServer } from './workers/email_gateway.js';
+import type { EmailGatewayServer } from './workers/email_gateway.js';
 
 export interface App {
   fastify: FastifyInstance;
@@ -109,7 +109,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.scheduler = scheduler;
     scheduler.start();
   }
-  const emailGateway = config.emailGateway.port !== null ? new EmailGatewayServer(services) : null;
+  // Loaded only where configured: its MIME parser costs every other start for nothing.
+  const emailGateway = config.emailGateway.port !== null ? new (await import('./workers/email_gateway.js')).EmailGatewayServer(services) : null;
   if (emailGateway) {
     const { address, port } = await emailGateway.listen();
     fastify.log.info(`Email gateway listening for ${config.emailGateway.domain} on ${address}:${port}`);
