@@ -14,6 +14,7 @@ import { registerInviteRoutes } from './invites/index.js';
 import { registerFeatureRoutes } from './features/index.js';
 import { registerHealthRoutes } from './health/index.js';
 import { registerStaticRoutes } from './static/index.js';
+import { registerIntegrationRoutes } from './integrations/index.js';
 import { registerWebRoutes } from './web/index.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
@@ -32,5 +33,6 @@ export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerCallRoutes(app, services);
   registerInviteRoutes(app, services);
   registerFeatureRoutes(app, services);
+  registerIntegrationRoutes(app, services);
   registerWebRoutes(app, services);
 }

@@ -1,0 +1,8 @@
+import type { Integration } from './types.js';
+import { jsonIntegration } from './json.js';
+import { slackIncomingIntegration } from './slack_incoming.js';
+
+/** Every incoming integration, served at /api/v1/external/<name> (docs/integrations.md). */
+export const INTEGRATIONS: ReadonlyMap<string, Integration> = new Map(
+  [jsonIntegration, slackIncomingIntegration].map((i) => [i.name, i]),
+);

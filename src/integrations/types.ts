@@ -1,0 +1,99 @@
+/**
+ * The shape every incoming integration shares. An integration is a pure function from the
+ * request a third-party service made (its parsed payload, headers and query) to the messages
+ * Zulip's view for that service would post; it does no I/O, so it is tested without a server.
+ */
+
+export interface WebhookRequest {
+  /** The body parsed as JSON (null when the integration reads a form instead). */
+  payload: unknown;
+  /** The body as received, for integrations that accept form-encoded payloads. */
+  rawBody: string;
+  contentType: string;
+  /** Header names in lower case. */
+  headers: Readonly<Record<string, string | undefined>>;
+  query: Readonly<Record<string, string | undefined>>;
+}
+
+export interface WebhookMessage {
+  topic: string;
+  body: string;
+  /**
+   * The event's name for `only_events` / `exclude_events` (Zulip's complete_event_type);
+   * undefined for integrations that do not filter.
+   */
+  eventType?: string;
+}
+
+export interface Integration {
+  /** The URL segment: /api/v1/external/<name>. */
+  name: string;
+  /** The name Zulip's webhook_view gives it: in errors and the client `Zulip<name>Webhook`. */
+  webhookName: string;
+  /** False for integrations that read a form body themselves (Slack's `payload=`). */
+  jsonBody: boolean;
+  /** Returns the messages to post, in order; an empty list posts nothing and succeeds. */
+  handle(req: WebhookRequest): WebhookMessage[];
+}
+
+/** Zulip's UnsupportedWebhookEventTypeError: an event the service sends that we do not render. */
+export class UnsupportedEventError extends Error {
+  constructor(readonly eventType: string) {
+    super(`unsupported event ${eventType}`);
+  }
+}
+
+/** Zulip's AnomalousWebhookPayloadError: the payload is not what this service sends. */
+export class AnomalousPayloadError extends Error {
+  constructor() {
+    super('anomalous webhook payload');
+  }
+}
+
+/** Zulip's MissingHTTPEventHeader. */
+export class MissingEventHeaderError extends Error {
+  constructor(readonly header: string) {
+    super(`missing header ${header}`);
+  }
+}
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** A JSON object's field, or undefined when the value is not an object or lacks it. */
+export function field(value: unknown, ...path: (string | number)[]): unknown {
+  let v: unknown = value;
+  for (const key of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string | number, unknown>)[key];
+  }
+  return v;
+}
+
+/** A string field; a missing or non-string value is a payload the service did not send. */
+export function str(value: unknown, ...path: (string | number)[]): string {
+  const v = field(value, ...path);
+  if (typeof v !== 'string') throw new AnomalousPayloadError();
+  return v;
+}
+
+/** An optional string field (absent or null: undefined). */
+export function optStr(value: unknown, ...path: (string | number)[]): string | undefined {
+  const v = field(value, ...path);
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw new AnomalousPayloadError();
+  return v;
+}
+
+export function num(value: unknown, ...path: (string | number)[]): number {
+  const v = field(value, ...path);
+  if (typeof v !== 'number') throw new AnomalousPayloadError();
+  return v;
+}
+
+export function list(value: unknown, ...path: (string | number)[]): unknown[] {
+  const v = field(value, ...path);
+  if (!Array.isArray(v)) throw new AnomalousPayloadError();
+  return v;
+}
+
+export type { Json };

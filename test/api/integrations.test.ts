@@ -1,0 +1,121 @@
+import { before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { forEachDatabase, type TestServer } from '../helpers/server.js';
+import { err, ok } from '../helpers/assert.js';
+import { createChannel } from './messages_send.fixtures.js';
+import { doCreateUser } from '../../src/actions/users.js';
+import { BOT_INCOMING_WEBHOOK, ROLE_MEMBER } from '../../src/lib/roles.js';
+import type { User } from '../../src/db/tables.js';
+import { INTEGRATION_CASES, fixture } from './integrations.cases.js';
+
+const CHANNEL = 'integrations';
+
+interface Posted {
+  status: number;
+  body: any;
+}
+
+async function postWebhook(s: TestServer, name: string, query: Record<string, string>, body: string, contentType: string, headers: Record<string, string> = {}): Promise<Posted> {
+  const url = `${s.url}/api/v1/external/${name}?${new URLSearchParams(query).toString()}`;
+  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': contentType, ...headers }, body });
+  const text = await res.text();
+  return { status: res.status, body: JSON.parse(text) };
+}
+
+/** The newest message hamlet can see in the narrow, with its raw Markdown. */
+async function lastMessage(s: TestServer, narrow: unknown[]): Promise<any> {
+  const body = ok(await s.cast.hamlet.client.get('/messages', { anchor: 'newest', num_before: 1, num_after: 0, narrow, apply_markdown: false, allow_empty_topic_name: true }));
+  return body.messages.at(-1);
+}
+
+forEachDatabase('incoming integrations', (server) => {
+  let hook: User;
+  before(async () => {
+    const s = server();
+    await createChannel(s, CHANNEL, { subscribers: [s.cast.hamlet.user] });
+    hook = await doCreateUser(s.app.services, s.realm, {
+      email: 'hook-bot@example.com',
+      fullName: 'Hook Bot',
+      role: ROLE_MEMBER,
+      isBot: true,
+      botType: BOT_INCOMING_WEBHOOK,
+      botOwnerId: s.cast.hamlet.user.id,
+      actingUser: null,
+    });
+  });
+
+  for (const c of INTEGRATION_CASES) {
+    test(`${c.integration}: ${c.fixture} renders as Zulip does`, async () => {
+      const s = server();
+      const res = await postWebhook(s, c.integration, { api_key: hook.api_key, stream: CHANNEL, ...(c.query ?? {}) }, fixture(c.integration, c.fixture), c.contentType ?? 'application/json', c.headers);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(res.body, { result: 'success', msg: '' });
+      const m = await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }]);
+      assert.equal(m.sender_id, hook.id);
+      assert.equal(m.client, c.client);
+      assert.equal(m.subject, c.topic);
+      assert.equal(m.content, c.content);
+    });
+  }
+
+  test('the query topic overrides the integration\'s; a channel may be given by ID', async () => {
+    const s = server();
+    const stream = await s.app.services.db.kysely.selectFrom('streams').select('id').where('name', '=', CHANNEL).executeTakeFirstOrThrow();
+    ok(await postWebhook(s, 'slack_incoming', { api_key: hook.api_key, stream: String(stream.id), topic: 'chosen' }, '{"text":"by id"}', 'application/json'));
+    const m = await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }]);
+    assert.equal(m.subject, 'chosen');
+    assert.equal(m.content, 'by id');
+  });
+
+  test('without a stream the message is a DM to the bot\'s owner', async () => {
+    const s = server();
+    ok(await postWebhook(s, 'json', { api_key: hook.api_key }, '{"a": 1}', 'application/json'));
+    const m = await lastMessage(s, [{ operator: 'dm', operand: [hook.id] }]);
+    assert.equal(m.type, 'private');
+    assert.equal(m.sender_id, hook.id);
+    assert.deepEqual(m.display_recipient.map((r: { id: number }) => r.id).sort(), [hook.id, s.cast.hamlet.user.id].sort());
+    assert.equal(m.content, '```json\n{\n  "a": 1\n}\n```');
+  });
+
+  test('Basic authentication works as the api_key parameter does; a generic bot may post, as in Zulip', async () => {
+    const s = server();
+    const basic = `Basic ${Buffer.from(`${hook.email}:${hook.api_key}`).toString('base64')}`;
+    ok(await postWebhook(s, 'slack_incoming', { stream: CHANNEL, topic: 'basic' }, '{"text":"basic auth"}', 'application/json', { Authorization: basic }));
+    assert.equal((await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }])).content, 'basic auth');
+    const generic = s.cast.bot.user;
+    ok(await postWebhook(s, 'slack_incoming', { api_key: generic.api_key, stream: CHANNEL, topic: 'generic' }, '{"text":"from a generic bot"}', 'application/json'));
+    const m = await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }]);
+    assert.equal(m.sender_id, generic.id);
+  });
+
+  test('authentication errors are Zulip\'s', async () => {
+    const s = server();
+    const body = '{"text":"x"}';
+    err(await postWebhook(s, 'slack_incoming', { stream: CHANNEL }, body, 'application/json'), 400, 'REQUEST_VARIABLE_MISSING', "Missing 'api_key' argument");
+    err(await postWebhook(s, 'slack_incoming', { api_key: 'x'.repeat(32), stream: CHANNEL }, body, 'application/json'), 401, 'INVALID_API_KEY', 'Invalid API key');
+    err(await postWebhook(s, 'slack_incoming', { api_key: 'short', stream: CHANNEL }, body, 'application/json'), 401, 'INVALID_API_KEY', 'Malformed API key');
+    const wrongBasic = `Basic ${Buffer.from(`${hook.email}:${'y'.repeat(32)}`).toString('base64')}`;
+    err(await postWebhook(s, 'slack_incoming', { stream: CHANNEL }, body, 'application/json', { Authorization: wrongBasic }), 401, 'INVALID_API_KEY', 'Invalid API key');
+  });
+
+  test('a user who is not a bot must name a stream (Zulip sends no-stream messages to the bot\'s owner)', async () => {
+    const s = server();
+    err(await postWebhook(s, 'json', { api_key: s.cast.othello.user.api_key }, '{}', 'application/json'), 400, 'REQUEST_VARIABLE_MISSING', "Missing 'stream' argument");
+  });
+
+  test('malformed JSON is a 400, never a 500; an unknown integration is a 404', async () => {
+    const s = server();
+    for (const name of ['json', 'slack_incoming']) {
+      err(await postWebhook(s, name, { api_key: hook.api_key, stream: CHANNEL }, '{"text": ', 'application/json'), 400, 'INVALID_JSON', 'Malformed JSON');
+    }
+    err(await postWebhook(s, 'slack_incoming', { api_key: hook.api_key, stream: CHANNEL }, 'other=1', 'application/x-www-form-urlencoded'), 400, 'REQUEST_VARIABLE_MISSING', "Missing 'payload' argument");
+    err(await postWebhook(s, 'slack_incoming', { api_key: hook.api_key, stream: CHANNEL }, '{"attachments":[{"title":"t","title_link":"not a url"}]}', 'application/json'), 400, 'ANOMALOUS_WEBHOOK_PAYLOAD', 'Unable to parse request: Did SlackIncoming generate this event?');
+    err(await postWebhook(s, 'nonexistent', { api_key: hook.api_key }, '{}', 'application/json'), 404, 'NOT_FOUND');
+  });
+
+  test('a channel that does not exist drops the message and succeeds, as in Zulip', async () => {
+    const s = server();
+    ok(await postWebhook(s, 'json', { api_key: hook.api_key, stream: 'no such channel' }, '{}', 'application/json'));
+  });
+});
+
