@@ -6,20 +6,16 @@ import { createChannel } from './messages_send.fixtures.js';
 import { doCreateUser } from '../../src/actions/users.js';
 import { BOT_INCOMING_WEBHOOK, ROLE_MEMBER } from '../../src/lib/roles.js';
 import type { User } from '../../src/db/tables.js';
+import type { ApiResponse } from '../helpers/client.js';
 import { INTEGRATION_CASES, fixture } from './integrations.cases.js';
 
 const CHANNEL = 'integrations';
 
-interface Posted {
-  status: number;
-  body: any;
-}
-
-async function postWebhook(s: TestServer, name: string, query: Record<string, string>, body: string, contentType: string, headers: Record<string, string> = {}): Promise<Posted> {
+async function postWebhook(s: TestServer, name: string, query: Record<string, string>, body: string, contentType: string, headers: Record<string, string> = {}): Promise<ApiResponse> {
   const url = `${s.url}/api/v1/external/${name}?${new URLSearchParams(query).toString()}`;
   const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': contentType, ...headers }, body });
   const text = await res.text();
-  return { status: res.status, body: JSON.parse(text) };
+  return { status: res.status, headers: res.headers, body: JSON.parse(text) };
 }
 
 /** The newest message hamlet can see in the narrow, with its raw Markdown. */
