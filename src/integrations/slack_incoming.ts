@@ -1,4 +1,4 @@
-import { AnomalousPayloadError, field, type Integration, type WebhookRequest } from './types.js';
+import { AnomalousPayloadError, field, truthy, type Integration, type WebhookRequest } from './types.js';
 import { parseUrlEncoded } from '../plugins/body.js';
 import { JsonableError, missingParam } from '../errors.js';
 
@@ -28,14 +28,6 @@ function checkUrl(v: unknown): string {
     throw new AnomalousPayloadError();
   }
   return s;
-}
-
-/** Python truthiness, which `payload.get(x)` tests rely on. */
-function truthy(v: unknown): boolean {
-  if (v === undefined || v === null || v === false || v === 0 || v === '') return false;
-  if (Array.isArray(v)) return v.length > 0;
-  if (isObj(v)) return Object.keys(v).length > 0;
-  return true;
 }
 
 function joinPieces(pieces: string[]): string {

@@ -97,3 +97,29 @@ export function list(value: unknown, ...path: (string | number)[]): unknown[] {
 }
 
 export type { Json };
+
+export function bool(value: unknown, ...path: (string | number)[]): boolean {
+  const v = field(value, ...path);
+  if (typeof v !== 'boolean') throw new AnomalousPayloadError();
+  return v;
+}
+
+/** Python's truthiness, which Zulip's `payload.get(x)` / `if payload[x]` tests rely on. */
+export function truthy(v: unknown): boolean {
+  if (v === undefined || v === null || v === false || v === 0 || v === '') return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (typeof v === 'object') return Object.keys(v).length > 0;
+  return true;
+}
+
+/** Whether a JSON object has this key (Python's `key in payload`). */
+export function has(value: unknown, key: string): boolean {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, key);
+}
+
+/** The lower-cased header, or MissingEventHeaderError (Zulip's validate_extract_webhook_http_header). */
+export function requireHeader(headers: Readonly<Record<string, string | undefined>>, name: string): string {
+  const v = headers[name.toLowerCase()];
+  if (v === undefined) throw new MissingEventHeaderError(name);
+  return v;
+}

@@ -65,4 +65,67 @@ export const INTEGRATION_CASES: IntegrationCase[] = [
     content:
       'Build bla bla succeeded\n\n**Requested by**: Some user\n**Duration**: 00:02:03\n**Build pipeline**: ConsumerAddressModule\n**Title without value**\nValue without title',
   },
+  {
+    integration: 'github',
+    fixture: 'ping__organization.json',
+    headers: { 'X-GitHub-Event': 'ping' },
+    client: 'ZulipGitHubWebhook',
+    topic: 'zulip-test-org',
+    content: 'GitHub webhook has been successfully configured by eeshangarg.',
+  },
+  {
+    integration: 'github',
+    fixture: 'push__force_1_commit.json',
+    headers: { 'X-GitHub-Event': 'push' },
+    client: 'ZulipGitHubWebhook',
+    topic: 'zulip / temp',
+    content:
+      'sbansal1999 [force pushed](https://github.com/sbansal1999/zulip/compare/b6de8891fc10...971d76ca3094) 1 commit to branch temp.\n\n* log: Add important.txt which is useful for logging errors. ([971d76ca309](https://github.com/sbansal1999/zulip/commit/971d76ca309446a9c20381f6271cea8a59b4e40a))',
+  },
+  {
+    integration: 'github',
+    fixture: 'issues.json',
+    headers: { 'X-GitHub-Event': 'issues' },
+    client: 'ZulipGitHubWebhook',
+    topic: 'public-repo / issue #2 Spelling error in the README file',
+    content:
+      "baxterthehacker opened [issue #2](https://github.com/baxterthehacker/public-repo/issues/2):\n\n~~~ quote\nIt looks like you accidentally spelled 'commit' with two 't's.\n~~~",
+  },
+  {
+    integration: 'github',
+    fixture: 'issues.json',
+    headers: { 'X-GitHub-Event': 'issues' },
+    query: { topic: 'notifications' },
+    client: 'ZulipGitHubWebhook',
+    topic: 'notifications',
+    content:
+      "baxterthehacker opened [issue #2 Spelling error in the README file](https://github.com/baxterthehacker/public-repo/issues/2):\n\n~~~ quote\nIt looks like you accidentally spelled 'commit' with two 't's.\n~~~",
+  },
+  {
+    integration: 'github',
+    fixture: 'issue_comment.json',
+    headers: { 'X-GitHub-Event': 'issue_comment' },
+    client: 'ZulipGitHubWebhook',
+    topic: 'public-repo / issue #2 Spelling error in the README file',
+    content:
+      "baxterthehacker [commented](https://github.com/baxterthehacker/public-repo/issues/2#issuecomment-99262140) on [issue #2](https://github.com/baxterthehacker/public-repo/issues/2):\n\n~~~ quote\nYou are totally right! I'll get this fixed right away.\n~~~",
+  },
+  {
+    integration: 'github',
+    fixture: 'pull_request__opened.json',
+    headers: { 'X-GitHub-Event': 'pull_request' },
+    client: 'ZulipGitHubWebhook',
+    topic: 'public-repo / PR #1 Update the README with new information',
+    content:
+      'baxterthehacker opened [PR #1](https://github.com/baxterthehacker/public-repo/pull/1) from `baxterthehacker:changes` to `baxterthehacker:master`:\n\n~~~ quote\nThis is a pretty simple change that we need to pull into master.\n~~~',
+  },
+  {
+    integration: 'github',
+    fixture: 'pull_request__closed.json',
+    headers: { 'X-GitHub-Event': 'pull_request' },
+    query: { topic: 'notifications' },
+    client: 'ZulipGitHubWebhook',
+    topic: 'notifications',
+    content: 'baxterthehacker closed without merge [PR #1 Update the README with new information](https://github.com/baxterthehacker/public-repo/pull/1).',
+  },
 ];

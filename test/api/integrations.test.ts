@@ -113,5 +113,41 @@ forEachDatabase('incoming integrations', (server) => {
     const s = server();
     ok(await postWebhook(s, 'json', { api_key: hook.api_key, stream: 'no such channel' }, '{}', 'application/json'));
   });
-});
 
+  test('GitHub: a missing event header, an unsupported event (200, as Zulip answers) and an ignored one', async () => {
+    const s = server();
+    const q = { api_key: hook.api_key, stream: CHANNEL };
+    const payload = fixture('github', 'issues.json');
+    err(await postWebhook(s, 'github', q, payload, 'application/json'), 400, 'MISSING_HTTP_EVENT_HEADER', "Missing the HTTP event header 'X-GitHub-Event'");
+    const before = await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }]);
+    const unsupported = await postWebhook(s, 'github', q, '{"action":"exploded"}', 'application/json', { 'X-GitHub-Event': 'marketplace_purchase' });
+    assert.equal(unsupported.status, 200);
+    assert.deepEqual(unsupported.body, {
+      result: 'error',
+      msg: "The 'marketplace_purchase:exploded' event isn't currently supported by the GitHub webhook; ignoring",
+      code: 'UNSUPPORTED_WEBHOOK_EVENT_TYPE',
+      webhook_name: 'GitHub',
+      event_type: 'marketplace_purchase:exploded',
+    });
+    ok(await postWebhook(s, 'github', q, '{"action":"created"}', 'application/json', { 'X-GitHub-Event': 'milestone' }));
+    err(await postWebhook(s, 'github', q, '{"action": 5}', 'application/json', { 'X-GitHub-Event': 'issues' }), 400, 'ANOMALOUS_WEBHOOK_PAYLOAD', 'Unable to parse request: Did GitHub generate this event?');
+    assert.equal((await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }])).id, before.id, 'nothing was posted');
+  });
+
+  test('only_events and exclude_events filter by Zulip\'s event names with shell wildcards', async () => {
+    const s = server();
+    const post = (extra: Record<string, string>) =>
+      postWebhook(s, 'github', { api_key: hook.api_key, stream: CHANNEL, topic: 'filtered', ...extra }, fixture('github', 'issues.json'), 'application/json', { 'X-GitHub-Event': 'issues' });
+    const newest = async () => (await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }])).id as number;
+    let last = await newest();
+    ok(await post({ only_events: '["push_commits","pull_request*"]' }));
+    assert.equal(await newest(), last, 'only_events without a match posts nothing');
+    ok(await post({ exclude_events: '["iss?es"]' }));
+    assert.equal(await newest(), last, 'exclude_events with a match posts nothing');
+    ok(await post({ only_events: '["issue*"]', exclude_events: '["push_commits"]' }));
+    assert.notEqual(await newest(), last);
+    last = await newest();
+    err(await post({ only_events: 'issues' }), 400, 'BAD_REQUEST');
+    assert.equal(await newest(), last);
+  });
+});
