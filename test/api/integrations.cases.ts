@@ -128,4 +128,40 @@ export const INTEGRATION_CASES: IntegrationCase[] = [
     topic: 'notifications',
     content: 'baxterthehacker closed without merge [PR #1 Update the README with new information](https://github.com/baxterthehacker/public-repo/pull/1).',
   },
+  {
+    integration: 'alertmanager',
+    fixture: 'alert.json',
+    query: { name: 'topic', desc: 'description' },
+    client: 'ZulipAlertmanagerWebhook',
+    topic: 'andromeda',
+    content:
+      ':alert: **FIRING**\n* CPU core temperature is 34.75C ([source](http://cobalt:9090/graph?g0.expr=avg+by%28host%29+%28sensors_temp_input%7Bfeature%3D~%22core_%5B0-9%5D%2B%22%7D%29+%3E+15&g0.tab=0))\n* CPU core temperature is 17.625C ([source](http://cobalt:9090/graph?g0.expr=avg+by%28host%29+%28sensors_temp_input%7Bfeature%3D~%22core_%5B0-9%5D%2B%22%7D%29+%3E+15&g0.tab=0))',
+  },
+  {
+    integration: 'alertmanager',
+    fixture: 'single_alert.json',
+    query: { name: 'topic', desc: 'description' },
+    client: 'ZulipAlertmanagerWebhook',
+    topic: 'andromeda',
+    content:
+      ':squared_ok: **Resolved** CPU core temperature is 34.75C ([source](http://cobalt:9090/graph?g0.expr=avg+by%28host%29+%28sensors_temp_input%7Bfeature%3D~%22core_%5B0-9%5D%2B%22%7D%29+%3E+15&g0.tab=0))',
+  },
+  {
+    integration: 'grafana',
+    fixture: 'alert_new.json',
+    contentType: 'application/x-www-form-urlencoded',
+    client: 'ZulipGrafanaWebhook',
+    topic: '[RESOLVED:1]',
+    content:
+      ':checkbox: **RESOLVED**\n\nWebhook test message.\n\n---\n**Alert 1**: TestAlert.\n\nThis alert was fired at <time:2022-08-31T05:54:04.52289368Z>.\n\nThis alert was resolved at <time:2022-08-31T10:30:00.52288431Z>.\n\nLabels:\n- alertname: TestAlert\n- instance: Grafana\n\nAnnotations:\n- summary: Notification test\n\n1 alert(s) truncated.',
+  },
+  {
+    integration: 'grafana',
+    fixture: 'alert.json',
+    contentType: 'application/x-www-form-urlencoded',
+    client: 'ZulipGrafanaWebhook',
+    topic: '[Alerting] Test notification',
+    content:
+      ':alert: **ALERTING**\n\n[Test rule](http://localhost:3000/)\n\nSomeone is testing the alert notification within grafana.\n\n**High value:** 100\n**Higher Value:** 200\n\n[Click to view visualization](https://grafana.com/assets/img/blog/mixed_styles.png)',
+  },
 ];
