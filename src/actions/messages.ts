@@ -182,9 +182,12 @@ export function parsePrivateRecipients(raw: string): { ids: number[] } | { email
   return { ids: [...new Set(data)] };
 }
 
-/** Zulip's normalize_body: trailing whitespace dropped, never empty, no NUL, truncated past the limit. */
+/**
+ * Zulip's normalize_body: trailing whitespace and leading blank lines dropped (leading spaces
+ * stay: they can start a code block), never empty, no NUL, truncated past the limit.
+ */
 export function normalizeMessageContent(content: string): string {
-  const body = content.trimEnd();
+  const body = content.trimEnd().replace(/^\n+/, '');
   if (body.length === 0) throw badRequest('Message must not be empty');
   if (body.includes('\u0000')) throw badRequest('Message must not contain null bytes');
   return truncateCodePoints(body, MAX_MESSAGE_LENGTH, '\n[message truncated]');

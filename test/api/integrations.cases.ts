@@ -164,4 +164,18 @@ export const INTEGRATION_CASES: IntegrationCase[] = [
     content:
       ':alert: **ALERTING**\n\n[Test rule](http://localhost:3000/)\n\nSomeone is testing the alert notification within grafana.\n\n**High value:** 100\n**Higher Value:** 200\n\n[Click to view visualization](https://grafana.com/assets/img/blog/mixed_styles.png)',
   },
+  {
+    integration: 'sentry',
+    fixture: 'issue_created_for_exception.json',
+    client: 'ZulipSentryWebhook',
+    topic: 'Exception: Custom exception!',
+    content: '**New issue created:** Exception: Custom exception!\n```quote\n**level:** error\n**timestamp:** 2020-04-28 13:56:05\n**assignee:** No one\n```',
+  },
+  {
+    integration: 'sentry',
+    fixture: 'issue_assigned_to_team.json',
+    client: 'ZulipSentryWebhook',
+    topic: 'Exception: program has entered an invalid state.',
+    content: 'Issue **Exception: program has entered an invalid state.** has now been assigned to **team lone-wolf** by **Hemanth V. Alluri**.',
+  },
 ];
