@@ -5,8 +5,9 @@ import { githubIntegration } from './github.js';
 import { alertmanagerIntegration } from './alertmanager.js';
 import { grafanaIntegration } from './grafana.js';
 import { sentryIntegration } from './sentry.js';
+import { gitlabIntegration } from './gitlab.js';
 
 /** Every incoming integration, served at /api/v1/external/<name> (docs/integrations.md). */
 export const INTEGRATIONS: ReadonlyMap<string, Integration> = new Map(
-  [jsonIntegration, slackIncomingIntegration, githubIntegration, alertmanagerIntegration, grafanaIntegration, sentryIntegration].map((i) => [i.name, i]),
+  [jsonIntegration, slackIncomingIntegration, githubIntegration, alertmanagerIntegration, grafanaIntegration, sentryIntegration, gitlabIntegration].map((i) => [i.name, i]),
 );
