@@ -6,8 +6,9 @@ import { alertmanagerIntegration } from './alertmanager.js';
 import { grafanaIntegration } from './grafana.js';
 import { sentryIntegration } from './sentry.js';
 import { gitlabIntegration } from './gitlab.js';
+import { jiraIntegration } from './jira.js';
 
 /** Every incoming integration, served at /api/v1/external/<name> (docs/integrations.md). */
 export const INTEGRATIONS: ReadonlyMap<string, Integration> = new Map(
-  [jsonIntegration, slackIncomingIntegration, githubIntegration, alertmanagerIntegration, grafanaIntegration, sentryIntegration, gitlabIntegration].map((i) => [i.name, i]),
+  [jsonIntegration, slackIncomingIntegration, githubIntegration, alertmanagerIntegration, grafanaIntegration, sentryIntegration, gitlabIntegration, jiraIntegration].map((i) => [i.name, i]),
 );

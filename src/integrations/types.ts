@@ -15,6 +15,17 @@ export interface WebhookRequest {
   query: Readonly<Record<string, string | undefined>>;
 }
 
+/** The organization's people, for integrations that name them (Jira's mentions and assignees). */
+export interface UserDirectory {
+  /** The full name of the active or inactive user with this real email, case-insensitively. */
+  fullNameByDeliveryEmail(email: string): Promise<string | null>;
+  /**
+   * Zulip's guess_zulip_user_from_jira: the oldest active user whose full name is `name` or
+   * whose email starts with it, case-insensitively.
+   */
+  guessFullName(name: string): Promise<string | null>;
+}
+
 export interface WebhookMessage {
   topic: string;
   body: string;
@@ -32,8 +43,13 @@ export interface Integration {
   webhookName: string;
   /** False for integrations that read a form body themselves (Slack's `payload=`). */
   jsonBody: boolean;
+  /**
+   * URL-decodes `stream` and `topic` once more: Jira double-encodes them (Zulip's
+   * unquote_url_parameters).
+   */
+  unquoteUrlParameters?: boolean;
   /** Returns the messages to post, in order; an empty list posts nothing and succeeds. */
-  handle(req: WebhookRequest): WebhookMessage[];
+  handle(req: WebhookRequest, users: UserDirectory): WebhookMessage[] | Promise<WebhookMessage[]>;
 }
 
 /** Zulip's UnsupportedWebhookEventTypeError: an event the service sends that we do not render. */

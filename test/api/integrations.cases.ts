@@ -230,4 +230,36 @@ export const INTEGRATION_CASES: IntegrationCase[] = [
     topic: 'my-awesome-project / MR #2',
     content: 'Tomasz Kolek closed [MR #2](https://gitlab.com/tomaszkolek0/my-awesome-project/merge_requests/2).',
   },
+  {
+    integration: 'jira',
+    fixture: 'created_v2.json',
+    client: 'ZulipJiraWebhook',
+    topic: 'BUG-15: New bug with hook',
+    content: 'Leo Franchi created [BUG-15: New bug with hook](http://lfranchi.com:8080/browse/BUG-15):\n\n* **Priority**: Major\n* **Assignee**: no one',
+  },
+  {
+    integration: 'jira',
+    fixture: 'created_v2.json',
+    // Jira double-encodes the URL's parameters; Zulip decodes them once more.
+    query: { topic: 'alerts%20test' },
+    client: 'ZulipJiraWebhook',
+    topic: 'alerts test',
+    content: 'Leo Franchi created [BUG-15: New bug with hook](http://lfranchi.com:8080/browse/BUG-15):\n\n* **Priority**: Major\n* **Assignee**: no one',
+  },
+  {
+    integration: 'jira',
+    fixture: 'commented_v2.json',
+    client: 'ZulipJiraWebhook',
+    topic: 'BUG-15: New bug with hook',
+    // The assignee's email is a Zulip user's (created by the test), named as in Zulip.
+    content:
+      'Leo Franchi commented on [BUG-15: New bug with hook](http://lfranchi.com:8080/browse/BUG-15) (assigned to **Othello, the Moor of Venice**):\n\n``` quote\nAdding a comment. Oh, what a comment it is!\n```',
+  },
+  {
+    integration: 'jira',
+    fixture: 'updated_status_v2.json',
+    client: 'ZulipJiraWebhook',
+    topic: 'BUG-15: New bug with hook',
+    content: 'Leo Franchi updated [BUG-15: New bug with hook](http://lfranchi.com:8080/browse/BUG-15):\n\n* Changed status from **Open** to **In Progress**',
+  },
 ];

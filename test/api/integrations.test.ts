@@ -38,6 +38,8 @@ forEachDatabase('incoming integrations', (server) => {
       botOwnerId: s.cast.hamlet.user.id,
       actingUser: null,
     });
+    // Jira's fixtures name this address; Zulip shows the account's name for it.
+    await doCreateUser(s.app.services, s.realm, { email: 'othello@zulip.com', fullName: 'Othello, the Moor of Venice', role: ROLE_MEMBER, actingUser: null });
   });
 
   for (const c of INTEGRATION_CASES) {

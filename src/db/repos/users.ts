@@ -39,6 +39,24 @@ export async function fetchUserByDeliveryEmail(db: Tx, realmId: number, email: s
     .executeTakeFirst();
 }
 
+/**
+ * The oldest active user whose full name is `name` or whose API email starts with it, both
+ * case-insensitively (Zulip's guess at the account behind a Jira username).
+ */
+export async function fetchActiveUserByNameOrEmailPrefix(db: Tx, realmId: number, name: string): Promise<User | undefined> {
+  const lower = name.toLowerCase();
+  const prefix = lower.replace(/[\\%_]/g, (c) => `\\${c}`) + '%';
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('realm_id', '=', realmId)
+    .where('is_active', '=', 1)
+    .where((eb) => eb.or([eb(sql`lower(full_name)`, '=', lower), eb(sql`email_lc`, 'like', sql`${prefix} escape '\\'`)]))
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+}
+
 /** Whether an address is taken in the realm, as an API email or a delivery email. */
 export async function emailInUse(db: Tx, realmId: number, email: string, exceptUserId?: number): Promise<boolean> {
   const users = await usersByEitherEmail(db, realmId, [email.toLowerCase()]).execute();

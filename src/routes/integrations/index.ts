@@ -3,12 +3,12 @@ import type { Services } from '../../services.js';
 import type { Realm, User } from '../../db/tables.js';
 import { JsonableError } from '../../errors.js';
 import { authenticateApiKey, checkCanAuthenticate, safeEqual } from '../../plugins/auth.js';
-import { fetchUserByApiKey } from '../../db/repos/users.js';
+import { fetchActiveUserByNameOrEmailPrefix, fetchUserByApiKey, fetchUserByDeliveryEmail } from '../../db/repos/users.js';
 import { parseUrlEncoded } from '../../plugins/body.js';
 import { requestRealm } from '../endpoint.js';
 import { p, parseParams } from '../params.js';
 import { INTEGRATIONS } from '../../integrations/index.js';
-import { AnomalousPayloadError, MissingEventHeaderError, UnsupportedEventError, type WebhookRequest } from '../../integrations/types.js';
+import { AnomalousPayloadError, MissingEventHeaderError, UnsupportedEventError, type UserDirectory, type WebhookRequest } from '../../integrations/types.js';
 import { checkSendWebhookMessage } from '../../actions/webhooks.js';
 
 const WEBHOOK_PARAMS = {
@@ -35,6 +35,17 @@ async function authenticateWebhook(services: Services, realm: Realm, req: Fastif
   if (!user || !safeEqual(user.api_key, key)) throw new JsonableError('Invalid API key', 'INVALID_API_KEY', 401);
   checkCanAuthenticate(realm, user);
   return user;
+}
+
+/** Python's urllib.parse.unquote, except that a byte run that is not UTF-8 stays encoded (Python substitutes U+FFFD). */
+function safeDecode(v: string): string {
+  return v.replace(/(%[0-9A-Fa-f]{2})+/g, (run) => {
+    try {
+      return decodeURIComponent(run);
+    } catch {
+      return run;
+    }
+  });
 }
 
 function lowerHeaders(req: FastifyRequest): Record<string, string | undefined> {
@@ -76,9 +87,14 @@ export function registerIntegrationRoutes(app: FastifyInstance, services: Servic
         }
       }
       const request: WebhookRequest = { payload, rawBody, contentType, headers: lowerHeaders(req), query };
+      const db = services.db.kysely;
+      const users: UserDirectory = {
+        fullNameByDeliveryEmail: async (email) => (await fetchUserByDeliveryEmail(db, realm.id, email))?.full_name ?? null,
+        guessFullName: async (name) => (await fetchActiveUserByNameOrEmailPrefix(db, realm.id, name))?.full_name ?? null,
+      };
       let messages;
       try {
-        messages = integration.handle(request);
+        messages = await integration.handle(request, users);
       } catch (e) {
         if (e instanceof UnsupportedEventError) {
           // Zulip answers 200 with an error body, so that the service does not retry or disable the hook.
@@ -100,7 +116,8 @@ export function registerIntegrationRoutes(app: FastifyInstance, services: Servic
         throw e;
       }
       const client = `Zulip${integration.webhookName}Webhook`;
-      const target = { stream: values.stream, topic: values.topic, onlyEvents: values.only_events, excludeEvents: values.exclude_events };
+      const unquote = (v: string | undefined): string | undefined => (v !== undefined && integration.unquoteUrlParameters ? safeDecode(v) : v);
+      const target = { stream: unquote(values.stream), topic: unquote(values.topic), onlyEvents: values.only_events, excludeEvents: values.exclude_events };
       for (const message of messages) await checkSendWebhookMessage(services, realm, user, client, message, target);
       return reply.code(200).send({ result: 'success', msg: '' });
     });
