@@ -7,8 +7,9 @@ import { grafanaIntegration } from './grafana.js';
 import { sentryIntegration } from './sentry.js';
 import { gitlabIntegration } from './gitlab.js';
 import { jiraIntegration } from './jira.js';
+import { iftttIntegration } from './ifttt.js';
 
 /** Every incoming integration, served at /api/v1/external/<name> (docs/integrations.md). */
 export const INTEGRATIONS: ReadonlyMap<string, Integration> = new Map(
-  [jsonIntegration, slackIncomingIntegration, githubIntegration, alertmanagerIntegration, grafanaIntegration, sentryIntegration, gitlabIntegration, jiraIntegration].map((i) => [i.name, i]),
+  [jsonIntegration, slackIncomingIntegration, githubIntegration, alertmanagerIntegration, grafanaIntegration, sentryIntegration, gitlabIntegration, jiraIntegration, iftttIntegration].map((i) => [i.name, i]),
 );

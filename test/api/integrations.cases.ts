@@ -262,4 +262,18 @@ export const INTEGRATION_CASES: IntegrationCase[] = [
     topic: 'BUG-15: New bug with hook',
     content: 'Leo Franchi updated [BUG-15: New bug with hook](http://lfranchi.com:8080/browse/BUG-15):\n\n* Changed status from **Open** to **In Progress**',
   },
+  {
+    integration: 'ifttt',
+    fixture: 'correct_topic_and_body.json',
+    client: 'ZulipIFTTTWebhook',
+    topic: 'Email sent from email@email.com',
+    content: 'Email subject: Subject',
+  },
+  {
+    integration: 'ifttt',
+    fixture: 'correct_subject_and_body.json',
+    client: 'ZulipIFTTTWebhook',
+    topic: 'Email sent from email@email.com',
+    content: 'Email subject: Subject',
+  },
 ];

@@ -152,4 +152,26 @@ forEachDatabase('incoming integrations', (server) => {
     err(await post({ only_events: 'issues' }), 400, 'BAD_REQUEST');
     assert.equal(await newest(), last);
   });
+
+  test('the generic send-a-message webhook (IFTTT) answers Zulip\'s errors for a missing or non-string topic or content', async () => {
+    const s = server();
+    const q = { api_key: hook.api_key, stream: CHANNEL };
+    err(await postWebhook(s, 'ifttt', q, '{"content": "x"}', 'application/json'), 400, 'BAD_REQUEST', "Topic can't be empty");
+    err(await postWebhook(s, 'ifttt', q, '{"topic": "x"}', 'application/json'), 400, 'BAD_REQUEST', "Content can't be empty");
+    err(await postWebhook(s, 'ifttt', q, '{"topic": {"a": 1}, "content": "x"}', 'application/json'), 400, 'BAD_REQUEST', 'Malformed payload');
+    err(await postWebhook(s, 'ifttt', q, '{"topic": "x", "content": ["x"]}', 'application/json'), 400, 'BAD_REQUEST', 'Malformed payload');
+  });
+
+  test('Jira: ignored events succeed without a message; a payload without an event is anomalous', async () => {
+    const s = server();
+    const q = { api_key: hook.api_key, stream: CHANNEL };
+    const before = (await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }])).id;
+    ok(await postWebhook(s, 'jira', q, '{"webhookEvent": "sprint_started"}', 'application/json'));
+    err(await postWebhook(s, 'jira', q, '{"issue": {}}', 'application/json'), 400, 'ANOMALOUS_WEBHOOK_PAYLOAD', 'Unable to parse request: Did Jira generate this event?');
+    const unsupported = await postWebhook(s, 'jira', q, '{"webhookEvent": "board_created"}', 'application/json');
+    assert.equal(unsupported.status, 200);
+    assert.equal(unsupported.body.code, 'UNSUPPORTED_WEBHOOK_EVENT_TYPE');
+    assert.equal(unsupported.body.msg, "The 'board_created' event isn't currently supported by the Jira webhook; ignoring");
+    assert.equal((await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }])).id, before);
+  });
 });
