@@ -1,6 +1,7 @@
 import { AnomalousPayloadError, field, truthy, type Integration, type WebhookRequest } from './types.js';
 import { parseUrlEncoded } from '../plugins/body.js';
 import { JsonableError, missingParam } from '../errors.js';
+import { parseWebhookJson } from './json_body.js';
 
 /**
  * Slack-compatible incoming webhooks (Zulip's zerver/webhooks/slack_incoming): `text`,
@@ -146,11 +147,7 @@ function slackPayload(req: WebhookRequest): unknown {
     if (value === undefined) throw missingParam('payload');
     text = value;
   }
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new JsonableError('Malformed JSON', 'INVALID_JSON', 400);
-  }
+  return parseWebhookJson(text);
 }
 
 export const slackIncomingIntegration: Integration = {

@@ -174,4 +174,17 @@ forEachDatabase('incoming integrations', (server) => {
     assert.equal(unsupported.body.msg, "The 'board_created' event isn't currently supported by the Jira webhook; ignoring");
     assert.equal((await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }])).id, before);
   });
+
+  test('odd payloads to every integration answer 200 or a 4xx, never a 500', async () => {
+    const s = server();
+    const q = { api_key: hook.api_key, stream: CHANNEL };
+    const bodies = ['null', '5', '"text"', '[]', '[{}]', '{}', '{"alerts": 5}', '{"alerts": [null]}', '{"data": {"event": {}}}', '{"object_attributes": null}', '['.repeat(20000) + ']'.repeat(20000), '['.repeat(1000) + ']'.repeat(1000)];
+    const headers = { 'X-GitHub-Event': 'push', 'X-GitLab-Event': 'Merge Request Hook' };
+    for (const name of ['json', 'ifttt', 'slack_incoming', 'github', 'gitlab', 'sentry', 'grafana', 'alertmanager', 'jira']) {
+      for (const body of bodies) {
+        const res = await postWebhook(s, name, q, body, 'application/json', headers);
+        assert.ok(res.status === 200 || (res.status >= 400 && res.status < 500), `${name} ${body.slice(0, 30)}: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+    }
+  });
 });

@@ -10,6 +10,7 @@ import { p, parseParams } from '../params.js';
 import { INTEGRATIONS } from '../../integrations/index.js';
 import { AnomalousPayloadError, MissingEventHeaderError, UnsupportedEventError, type UserDirectory, type WebhookRequest } from '../../integrations/types.js';
 import { checkSendWebhookMessage } from '../../actions/webhooks.js';
+import { parseWebhookJson } from '../../integrations/json_body.js';
 
 const WEBHOOK_PARAMS = {
   api_key: p.str().optional(),
@@ -78,14 +79,7 @@ export function registerIntegrationRoutes(app: FastifyInstance, services: Servic
       const user = await authenticateWebhook(services, realm, req, values.api_key);
       await services.rateLimiter.checkApi(req, reply, user.id);
 
-      let payload: unknown = null;
-      if (integration.jsonBody) {
-        try {
-          payload = JSON.parse(rawBody);
-        } catch {
-          throw new JsonableError('Malformed JSON', 'INVALID_JSON', 400);
-        }
-      }
+      const payload = integration.jsonBody ? parseWebhookJson(rawBody) : null;
       const request: WebhookRequest = { payload, rawBody, contentType, headers: lowerHeaders(req), query };
       const db = services.db.kysely;
       const users: UserDirectory = {
