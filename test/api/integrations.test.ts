@@ -187,4 +187,14 @@ forEachDatabase('incoming integrations', (server) => {
       }
     }
   });
+
+  test('a body sent without a Content-Type is read as the payload', async () => {
+    const s = server();
+    const url = `${s.url}/api/v1/external/ifttt?${new URLSearchParams({ api_key: hook.api_key, stream: CHANNEL }).toString()}`;
+    const res = await fetch(url, { method: 'POST', body: new TextEncoder().encode('{"topic": "no type", "content": "untyped body"}') });
+    assert.equal(res.status, 200, await res.clone().text());
+    const m = await lastMessage(s, [{ operator: 'channel', operand: CHANNEL }]);
+    assert.equal(m.subject, 'no type');
+    assert.equal(m.content, 'untyped body');
+  });
 });
