@@ -38,7 +38,7 @@ import { subscribeNewUserToDefaultStreams } from './streams.js';
 import { realmUrl } from '../lib/urls.js';
 import type { ActionServices } from '../services.js';
 
-type AfterCommit = (cb: () => void) => void;
+export type AfterCommit = (cb: () => void) => void;
 
 export interface CreateUserOptions {
   email: string;
@@ -52,6 +52,13 @@ export interface CreateUserOptions {
   actingUser: User | null;
   /** Channels to join besides (or, with includeDefaults false, instead of) the default channels. */
   initialStreams?: { streamIds: readonly number[]; includeDefaults: boolean };
+  /** A bot's default channels (POST /bots). */
+  botDefaults?: { sendingStreamId: number | null; eventsRegisterStreamId: number | null; allPublicStreams: boolean };
+  /**
+   * Runs in the creating transaction after the user's own rows and events (a bot's Service row
+   * and realm_bot event, actions/bots.ts).
+   */
+  inTransaction?: (tx: Tx, afterCommit: AfterCommit, user: User) => Promise<void>;
 }
 
 /** The system groups a role makes a user a direct member of (members are also full members). */
@@ -142,6 +149,9 @@ export async function doCreateUser(services: ActionServices, realm: Realm, opts:
       is_bot: opts.isBot ? 1 : 0,
       bot_type: opts.isBot ? (opts.botType ?? 1) : null,
       bot_owner_id: opts.isBot ? (opts.botOwnerId ?? null) : null,
+      default_sending_stream_id: opts.botDefaults?.sendingStreamId ?? null,
+      default_events_register_stream_id: opts.botDefaults?.eventsRegisterStreamId ?? null,
+      default_all_public_streams: opts.botDefaults?.allPublicStreams ? 1 : 0,
       timezone: opts.timezone ?? '',
       date_joined: now(),
       settings: initialUserSettingsJson(realmUserSettingsDefaults(realm)),
@@ -168,6 +178,7 @@ export async function doCreateUser(services: ActionServices, realm: Realm, opts:
       const initial = opts.initialStreams ?? { streamIds: [], includeDefaults: true };
       await subscribeNewUserToDefaultStreams(tx, afterCommit, services, realm, user, initial.streamIds, initial.includeDefaults);
     }
+    if (opts.inTransaction) await opts.inTransaction(tx, afterCommit, user);
     return user;
   });
 }
@@ -419,11 +430,11 @@ export async function doUpdateUser(services: ActionServices, realm: Realm, targe
 }
 
 /** A new API key that works at once; the old one stops working at once. */
-export async function doRegenerateApiKey(services: ActionServices, realm: Realm, user: User): Promise<string> {
+export async function doRegenerateApiKey(services: ActionServices, realm: Realm, user: User, actingUser: User = user): Promise<string> {
   const apiKey = generateApiKey();
   await transaction(services.db, async (tx) => {
     await updateUserRow(tx, user.id, { api_key: apiKey });
-    await insertAuditLog(tx, { realm_id: realm.id, acting_user_id: user.id, modified_user_id: user.id, event_type: 'user_api_key_changed', event_time: now() });
+    await insertAuditLog(tx, { realm_id: realm.id, acting_user_id: actingUser.id, modified_user_id: user.id, event_type: 'user_api_key_changed', event_time: now() });
   });
   return apiKey;
 }

@@ -54,6 +54,9 @@ export interface UserTable {
   tos_version: string | null;
   /** Notification Bot, Welcome Bot and Email Gateway: listed as cross_realm_bots, never as members. */
   is_system_bot: Generated<Flag>;
+  default_sending_stream_id: number | null;
+  default_events_register_stream_id: number | null;
+  default_all_public_streams: Generated<Flag>;
 }
 
 export interface StreamTable {
@@ -383,6 +386,17 @@ export interface AttachmentMessageTable {
   message_id: number;
 }
 
+/** An outgoing-webhook bot's endpoint (Zulip's Service). interface: 1 Zulip format, 2 Slack-compatible. */
+export interface BotServiceTable {
+  id: Generated<number>;
+  realm_id: number;
+  user_id: number;
+  name: string;
+  base_url: string;
+  token: string;
+  interface: number;
+}
+
 export interface BotStorageTable {
   bot_id: number;
   key: string;
@@ -500,6 +514,7 @@ export interface DB {
   attachments: AttachmentTable;
   attachment_messages: AttachmentMessageTable;
   bot_storage: BotStorageTable;
+  bot_services: BotServiceTable;
   submessages: SubmessageTable;
   scheduled_messages: ScheduledMessageTable;
   channel_folders: ChannelFolderTable;

@@ -16,8 +16,6 @@ const NOT_YET_SERVED: Record<string, string> = {
   realm_uuid: 'no stable organization UUID is stored yet',
   onboarding_steps: 'onboarding steps (one-time notices) are not implemented',
   navigation_tour_video_url: 'onboarding steps are not implemented',
-  realm_bots: 'bots over the API come with the bots item of issue 17',
-  realm_embedded_bots: 'embedded bots come with the bots item of issue 17',
   realm_incoming_webhook_bots: 'incoming integrations come with the integrations item of issue 17',
   stop_words: 'the full-text search does not publish its stop words',
   giphy_api_key: 'no GIF provider integration',

@@ -20,6 +20,7 @@ import * as m0108 from './0108_users_full_name_index.js';
 import * as m0109 from './0109_attachments_sessions_indexes.js';
 import * as m0110 from './0110_scheduled_messages.js';
 import * as m0111 from './0111_channel_folders.js';
+import * as m0120 from './0120_bots.js';
 import * as m0130 from './0130_client_devices.js';
 import * as m0140 from './0140_realm_logos.js';
 import * as m0150 from './0150_email_gateway.js';
@@ -53,6 +54,7 @@ export const migrations: Record<string, DialectMigration> = {
   '0109_attachments_sessions_indexes': m0109,
   '0110_scheduled_messages': m0110,
   '0111_channel_folders': m0111,
+  '0120_bots': m0120,
   '0130_client_devices': m0130,
   '0140_realm_logos': m0140,
   '0150_email_gateway': m0150,

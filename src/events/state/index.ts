@@ -13,6 +13,7 @@ import { fetchEmojiState } from './emoji.js';
 import { fetchPersonalState } from './personal.js';
 import { fetchScheduledMessagesState } from './scheduled_messages.js';
 import { fetchChannelFoldersState } from './channel_folders.js';
+import { fetchBotsState } from './bots.js';
 
 /** Every area's contribution to POST /register, merged in this order. */
 export const STATE_FETCHERS: readonly StateFetcher[] = [
@@ -30,4 +31,5 @@ export const STATE_FETCHERS: readonly StateFetcher[] = [
   fetchPersonalState,
   fetchScheduledMessagesState,
   fetchChannelFoldersState,
+  fetchBotsState,
 ];

@@ -7,6 +7,7 @@ import { endpoint } from '../endpoint.js';
 import { p } from '../params.js';
 import { profileDataParam, userIdPathParam, userRefParam, type UserRef } from './params.js';
 import { registerProfileFieldRoutes } from './profile_fields.js';
+import { registerBotRoutes } from './bots.js';
 import {
   checkCreateUser,
   checkDeactivateOwnUser,
@@ -220,4 +221,5 @@ export function registerUserRoutes(app: FastifyInstance, services: Services): vo
   });
 
   registerProfileFieldRoutes(app, services);
+  registerBotRoutes(app, services);
 }
