@@ -18,6 +18,7 @@ import { registerRoutes } from './routes/index.js';
 import { serveLongPollsDirectly } from './routes/events/long_poll.js';
 import { ScheduledMessageWorker } from './workers/scheduled_messages.js';
 import type { EmailGatewayServer } from './workers/email_gateway.js';
+import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
 
 export interface App {
   fastify: FastifyInstance;
@@ -89,6 +90,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const queues = createQueueManager(config, events, fastify.log, databaseId);
   await queues.start();
   const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config) };
+  const outgoingWebhooks = new OutgoingWebhookWorker(services);
+  services.outgoingWebhooks = outgoingWebhooks;
   // Request logging needs every request to go through Fastify.
   if (config.logLevel !== 'debug') serveLongPollsDirectly(fastify.server, services, syncReadCache);
   // Held GET /events requests (and unused client connections) would keep close() waiting.
@@ -124,6 +127,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await emailGateway?.close();
       await fastify.close();
       await scheduler?.stop();
+      await outgoingWebhooks.stop();
       await queues.close();
       await services.rateLimiter.close();
       if (!options.db) await db.close();

@@ -78,6 +78,8 @@ export interface Config {
     /** How long a missed-message reply address (mm<token>@domain) accepts replies. */
     missedMessageAddressExpirySeconds: number;
   };
+  /** Outgoing-webhook requests give up after this long (Zulip's OUTGOING_WEBHOOK_TIMEOUT_SECONDS). */
+  outgoingWebhookTimeoutMs: number;
   /** Topic deletion works in batches of this many messages, newest first, within this time budget. */
   deleteTopic: { batchSize: number; timeBudgetMs: number };
 }
@@ -164,6 +166,7 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       maxMessageBytes: int(e.PARLEY_EMAIL_GATEWAY_MAX_BYTES, 25 * 1024 * 1024),
       missedMessageAddressExpirySeconds: int(e.PARLEY_EMAIL_GATEWAY_REPLY_EXPIRY_SECONDS, 5 * 24 * 3600),
     },
+    outgoingWebhookTimeoutMs: int(e.PARLEY_OUTGOING_WEBHOOK_TIMEOUT_MS, 10_000),
     deleteTopic: {
       batchSize: int(e.PARLEY_DELETE_TOPIC_BATCH_SIZE, 100),
       timeBudgetMs: int(e.PARLEY_DELETE_TOPIC_TIME_BUDGET_MS, 50_000),

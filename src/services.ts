@@ -19,6 +19,18 @@ export interface ActionServices {
   scheduler?: { wake(timestamp: number): void };
   /** Delivers mobile push notifications; unset means they are only logged (lib/push). */
   push?: PushSender;
+  /** The outgoing-webhook worker of this process (workers/outgoing_webhooks.ts); not in CLI commands. */
+  outgoingWebhooks?: { enqueue(job: OutgoingWebhookJob): void };
+}
+
+/** One outgoing-webhook delivery: a message that triggered a bot. */
+export interface OutgoingWebhookJob {
+  realmId: number;
+  messageId: number;
+  /** Where the message is, for notices to the bot's owner. */
+  messageUrl: string;
+  botId: number;
+  trigger: 'mention' | 'direct_message';
 }
 
 /** What the running server adds for its routes. Built once by buildApp and passed down explicitly. */

@@ -102,7 +102,7 @@ import {
 import { realmUrl } from '../lib/urls.js';
 import { mentionCandidates, renderMarkdown, topicLinks, type Linkifier, type MarkdownContext } from '../lib/markdown/index.js';
 import { RESOLVED_TOPIC_PREFIX } from '../lib/narrow/terms.js';
-import { isAdmin, isGuest, isModerator } from '../lib/roles.js';
+import { BOT_OUTGOING_WEBHOOK, isAdmin, isGuest, isModerator } from '../lib/roles.js';
 import { fetchStreamById } from '../db/repos/streams.js';
 import { fetchLinkifiers } from '../db/repos/settings.js';
 import {
@@ -115,6 +115,7 @@ import {
   topicHasMessagesCached,
   fetchStreamWithSubscriptionCached,
 } from '../db/cached.js';
+import { fetchOutgoingWebhookBotIdsCached } from '../db/repos/bots.js';
 import { realmEmojiSourceUrl } from '../lib/format/realm_emoji.js';
 import { MAX_MESSAGE_LENGTH, MAX_STREAM_NAME_LENGTH } from '../version.js';
 import type { ActionServices } from '../services.js';
@@ -347,6 +348,31 @@ export interface PreparedMessage {
    * sent exactly once (actions/scheduled_messages.ts). Unset for ordinary sends.
    */
   inTransaction?: (tx: Tx, message: Message) => Promise<void>;
+  /** Outgoing-webhook bots this message triggers (Zulip's get_service_bot_events); usually empty. */
+  serviceBotTriggers: ServiceBotTrigger[];
+}
+
+export interface ServiceBotTrigger {
+  botId: number;
+  trigger: 'mention' | 'direct_message';
+}
+
+/**
+ * Zulip's get_service_bot_events for outgoing-webhook bots: a channel message triggers the bots
+ * it mentions, a direct message the bots among its recipients; nothing a bot sends triggers
+ * one (no loops). Costs no query unless the message mentions someone or is a direct message,
+ * and then only the read cache's list of such bots.
+ */
+async function serviceBotTriggers(db: Tx, realm: Realm, sender: User, target: ChannelTarget | DirectTarget, mentioned: ReadonlySet<number>): Promise<ServiceBotTrigger[]> {
+  if (sender.is_bot) return [];
+  if (target.kind === 'private') {
+    return target.participants
+      .filter((u) => u.id !== sender.id && u.is_bot && u.bot_type === BOT_OUTGOING_WEBHOOK)
+      .map((u) => ({ botId: u.id, trigger: 'direct_message' as const }));
+  }
+  if (mentioned.size === 0) return [];
+  const bots = await fetchOutgoingWebhookBotIdsCached(db, realm.id);
+  return bots.filter((id) => mentioned.has(id)).map((botId) => ({ botId, trigger: 'mention' as const }));
 }
 
 export interface SentMessage {
@@ -633,6 +659,7 @@ export async function checkSendMessage(services: ActionServices, realm: Realm, s
     linkifiers: rendered.linkifiers,
     queueId: input.queueId,
     localId: input.localId,
+    serviceBotTriggers: await serviceBotTriggers(db, realm, sender, target, rendered.mentionedUserIds),
   };
 }
 
@@ -749,6 +776,13 @@ async function finishMessage(
     ...(t.kind === 'stream' && !t.stream.invite_only ? { publicStream: true } : {}),
   };
   afterCommit(() => services.events.send(p.realm.id, { type: 'message', message: dict }, recipients, extra));
+  if (p.serviceBotTriggers.length && services.outgoingWebhooks) {
+    const webhooks = services.outgoingWebhooks;
+    const messageUrl = messageLinks(services, p, message.id).message_url;
+    afterCommit(() => {
+      for (const t of p.serviceBotTriggers) webhooks.enqueue({ realmId: p.realm.id, messageId: message.id, messageUrl, ...t });
+    });
+  }
   const out: SentMessage = { id: message.id, message };
   if (changedPolicy && p.automaticPolicy !== null) out.automaticNewVisibilityPolicy = p.automaticPolicy;
   return out;
