@@ -19,7 +19,7 @@ function eventsOf(events: { event: Dict }[], type: string): Dict[] {
 }
 
 async function realmBots(client: ApiClient): Promise<Dict[]> {
-  const res = await client.post('/register', { fetch_event_types: ['realm_bots', 'realm_embedded_bots'] });
+  const res = await client.post('/register', { fetch_event_types: ['realm_bot', 'realm_embedded_bots'] });
   assertConforms(res, 'POST', '/register');
   assert.deepEqual(ok(res).realm_embedded_bots, []);
   return ok(res).realm_bots;

@@ -63,7 +63,7 @@ async function waitForMessage(client: ApiClient, narrow: Dict[], match: (m: Dict
 async function createOutgoingBot(s: TestServer, fullName: string, shortName: string, url: string, interfaceType = 1): Promise<{ id: number; token: string; email: string }> {
   const { hamlet } = s.cast;
   const id = ok(await hamlet.client.post('/bots', { full_name: fullName, short_name: shortName, bot_type: 3, payload_url: JSON.stringify(url), interface_type: interfaceType })).user_id;
-  const bots = ok(await hamlet.client.post('/register', { fetch_event_types: ['realm_bots'] })).realm_bots as Dict[];
+  const bots = ok(await hamlet.client.post('/register', { fetch_event_types: ['realm_bot'] })).realm_bots as Dict[];
   return { id, token: bots.find((b) => b.user_id === id)!.services[0].token, email: `${shortName}-bot@localhost` };
 }
 
