@@ -32,7 +32,11 @@ function checkAvatarChangesAllowed(realm: Realm, user: User): void {
 export function checkSetAvatar(realm: Realm, user: User, files: readonly UploadedFile[]): { data: Buffer; contentType: string } {
   if (files.length !== 1) throw badRequest('You must upload exactly one avatar.');
   checkAvatarChangesAllowed(realm, user);
-  const file = files[0]!;
+  return checkAvatarImage(files[0]!);
+}
+
+/** An uploaded avatar's size and image type (Zulip's upload_avatar_image checks). */
+export function checkAvatarImage(file: UploadedFile): { data: Buffer; contentType: string } {
   if (file.data.length > MAX_AVATAR_FILE_SIZE_MIB * 1024 * 1024) {
     throw badRequest(`Uploaded file is larger than the allowed limit of ${MAX_AVATAR_FILE_SIZE_MIB} MiB`);
   }

@@ -6,6 +6,7 @@ import { assertConforms, assertEventConforms } from '../helpers/openapi.js';
 import { captureEvents, recipientIds } from '../helpers/bus.js';
 import { ApiClient } from '../helpers/client.js';
 import type { TestServer } from '../helpers/server.js';
+import { PNG_1X1, postFiles } from '../helpers/uploads.js';
 
 type Dict = Record<string, any>;
 
@@ -216,5 +217,22 @@ forEachDatabase('bots: API keys and deactivation', (server) => {
     err(await new ApiClient(s.url, 'gone-bot@localhost', created.api_key).get('/users/me'), 401, 'USER_DEACTIVATED');
     // Its name is free again for a new bot.
     ok(await hamlet.client.post('/bots', { full_name: 'Gone Bot', short_name: 'gone2' }));
+  });
+});
+
+forEachDatabase('bots: avatars', (server) => {
+  test('POST /bots takes one optional image as the avatar; two files or a non-image are refused', async () => {
+    const s = server();
+    const { hamlet } = s.cast;
+    const png = { name: 'bot.png', data: PNG_1X1, type: 'image/png' };
+    const { result, events } = await captureEvents(s, () => postFiles(hamlet.client, '/bots', [png], { full_name: 'Pic Bot', short_name: 'pic' }));
+    const created = ok(result);
+    assert.match(created.avatar_url, /\/user_avatars\//);
+    const avatarUpdate = events.map((e) => e.event as Dict).find((e) => e.type === 'realm_user' && e.op === 'update')!;
+    assert.equal(avatarUpdate.person.user_id, created.user_id);
+    assert.equal(avatarUpdate.person.avatar_source, 'U');
+    err(await postFiles(hamlet.client, '/bots', [png, png], { full_name: 'Two Bot', short_name: 'two' }), 400, 'BAD_REQUEST', 'You may only upload one file at a time');
+    err(await postFiles(hamlet.client, '/bots', [{ name: 'x.txt', data: Buffer.from('text') }], { full_name: 'Txt Bot', short_name: 'txt' }), 400, 'BAD_IMAGE', 'Invalid image format');
+    assert.equal(ok(await hamlet.client.get('/bots')).bots.filter((b: Dict) => b.full_name === 'Two Bot' || b.full_name === 'Txt Bot').length, 0);
   });
 });

@@ -7,6 +7,9 @@ import { p } from '../params.js';
 import { userIdPathParam } from './params.js';
 import { accessBotById, checkCreateBot, checkUpdateBot, doCreateBot, doUpdateBot, INTERFACE_GENERIC, requireMemberOrAdmin } from '../../actions/bots.js';
 import { doDeactivateUser, doRegenerateApiKey } from '../../actions/users.js';
+import { checkAvatarImage, doSetAvatar } from '../../actions/avatars.js';
+import { filesOf } from '../../plugins/body.js';
+import { badRequest } from '../../errors.js';
 import { fetchActiveBotsOwnedByInOrder } from '../../db/repos/bots.js';
 import { fetchStreamsByIds } from '../../db/repos/streams.js';
 import { fetchUserById } from '../../db/repos/users.js';
@@ -21,6 +24,12 @@ const roleParam = p.int(z.number().int().refine((r) => (ROLES as readonly number
 /** Bots over the API (Zulip's add_bot_backend, get_bots_backend, patch_bot_backend and friends). */
 export function registerBotRoutes(app: FastifyInstance, services: Services): void {
   const db = () => services.db.kysely;
+
+  /** The optional avatar of POST and PATCH /bots: at most one image file. */
+  function botAvatar(files: ReturnType<typeof filesOf>): { data: Buffer; contentType: string } | null {
+    if (files.length > 1) throw badRequest('You may only upload one file at a time');
+    return files.length ? checkAvatarImage(files[0]!) : null;
+  }
 
   async function defaultStreamNames(bot: User): Promise<{ default_sending_stream: string | null; default_events_register_stream: string | null }> {
     const ids = [bot.default_sending_stream_id, bot.default_events_register_stream_id].filter((id): id is number => id !== null);
@@ -44,7 +53,7 @@ export function registerBotRoutes(app: FastifyInstance, services: Services): voi
       default_events_register_stream: p.str().optional(),
       default_all_public_streams: p.bool().optional(),
     },
-    handler: async ({ realm, user, params }) => {
+    handler: async ({ realm, user, params, req }) => {
       const checked = await checkCreateBot(services, realm, user, {
         fullName: params.full_name,
         shortName: params.short_name,
@@ -56,7 +65,12 @@ export function registerBotRoutes(app: FastifyInstance, services: Services): voi
         defaultEventsRegisterStream: params.default_events_register_stream,
         defaultAllPublicStreams: params.default_all_public_streams,
       });
-      const bot = await doCreateBot(services, realm, user, checked);
+      const avatar = botAvatar(filesOf(req));
+      let bot = await doCreateBot(services, realm, user, checked);
+      if (avatar) {
+        await doSetAvatar(services, realm, bot, avatar);
+        bot = (await fetchUserById(db(), realm.id, bot.id))!;
+      }
       return {
         user_id: bot.id,
         api_key: bot.api_key,
@@ -104,8 +118,9 @@ export function registerBotRoutes(app: FastifyInstance, services: Services): voi
       default_events_register_stream: p.str().optional(),
       default_all_public_streams: p.bool().optional(),
     },
-    handler: async ({ realm, user, params }) => {
+    handler: async ({ realm, user, params, req }) => {
       const bot = await accessBotById(db(), realm, user, params.bot_id);
+      const avatar = botAvatar(filesOf(req));
       const update = await checkUpdateBot(services, realm, user, bot, {
         fullName: params.full_name,
         role: params.role,
@@ -116,7 +131,11 @@ export function registerBotRoutes(app: FastifyInstance, services: Services): voi
         defaultEventsRegisterStream: params.default_events_register_stream,
         defaultAllPublicStreams: params.default_all_public_streams,
       });
-      const updated = await doUpdateBot(services, realm, bot, update, user);
+      let updated = await doUpdateBot(services, realm, bot, update, user);
+      if (avatar) {
+        await doSetAvatar(services, realm, updated, avatar);
+        updated = (await fetchUserById(db(), realm.id, bot.id))!;
+      }
       const owner = updated.bot_owner_id === null ? undefined : await fetchUserById(db(), realm.id, updated.bot_owner_id);
       return {
         full_name: updated.full_name,
