@@ -7,6 +7,7 @@ import { captureEvents, recipientIds } from '../helpers/bus.js';
 import { ApiClient } from '../helpers/client.js';
 import type { TestServer } from '../helpers/server.js';
 import { PNG_1X1, postFiles } from '../helpers/uploads.js';
+import { registerQueue, type ZEvent } from '../helpers/events.js';
 
 type Dict = Record<string, any>;
 
@@ -234,5 +235,41 @@ forEachDatabase('bots: avatars', (server) => {
     err(await postFiles(hamlet.client, '/bots', [png, png], { full_name: 'Two Bot', short_name: 'two' }), 400, 'BAD_REQUEST', 'You may only upload one file at a time');
     err(await postFiles(hamlet.client, '/bots', [{ name: 'x.txt', data: Buffer.from('text') }], { full_name: 'Txt Bot', short_name: 'txt' }), 400, 'BAD_IMAGE', 'Invalid image format');
     assert.equal(ok(await hamlet.client.get('/bots')).bots.filter((b: Dict) => b.full_name === 'Two Bot' || b.full_name === 'Txt Bot').length, 0);
+  });
+});
+
+/** What a client does with realm_bot events (Zulip's apply_event); the result must equal a fresh register. */
+function applyBotEvent(bots: Dict[], e: ZEvent): Dict[] {
+  if (e.type !== 'realm_bot') return bots;
+  if (e.op === 'add') return [...bots.filter((b) => b.user_id !== e.bot.user_id), e.bot].sort((a, b) => a.user_id - b.user_id);
+  if (e.op === 'update') return bots.map((b) => (b.user_id === e.bot.user_id ? { ...b, ...e.bot } : b));
+  if (e.op === 'delete') return bots.filter((b) => b.user_id !== e.bot.user_id);
+  return assert.fail(`unexpected op ${e.op}`);
+}
+
+forEachDatabase('bots: register and events', (server) => {
+  test("realm_bot events applied to a stale realm_bots give a fresh register's, for an owner and an administrator", async () => {
+    const s = server();
+    const { hamlet, othello, admin } = s.cast;
+    const queues = await Promise.all([hamlet, othello, admin].map((m) => registerQueue(m.client, { event_types: ['realm_bot'] })));
+    let stale = queues.map((q) => q.state.realm_bots as Dict[]);
+    const id = ok(await hamlet.client.post('/bots', { full_name: 'State Bot', short_name: 'state', bot_type: 3, payload_url: JSON.stringify('http://example.com/a') })).user_id;
+    ok(await hamlet.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'state channel' }] }));
+    ok(await hamlet.client.patch(`/bots/${id}`, { default_sending_stream: 'state channel', default_all_public_streams: true }));
+    ok(await hamlet.client.patch(`/bots/${id}`, { service_payload_url: JSON.stringify('http://example.com/b'), service_interface: 2 }));
+    ok(await hamlet.client.patch(`/bots/${id}`, { bot_owner_id: othello.user.id }));
+    ok(await othello.client.patch(`/bots/${id}`, { default_events_register_stream: '' }));
+    for (let i = 0; i < queues.length; i++) {
+      const events = await queues[i]!.collect(300);
+      for (const e of events) {
+        const { id: _id, ...event } = e;
+        assertEventConforms(event);
+        stale[i] = applyBotEvent(stale[i]!, e);
+      }
+    }
+    const fresh = await Promise.all([hamlet, othello, admin].map((m) => realmBots(m.client)));
+    stale = stale.map((list) => [...list].sort((a, b) => a.user_id - b.user_id));
+    assert.deepEqual(stale, fresh.map((list) => [...list].sort((a, b) => a.user_id - b.user_id)));
+    assert.deepEqual(fresh[1]!.find((b) => b.user_id === id)!.default_sending_stream, 'state channel');
   });
 });
