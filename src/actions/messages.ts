@@ -359,7 +359,8 @@ export interface ServiceBotTrigger {
 
 /**
  * Zulip's get_service_bot_events for outgoing-webhook bots: a channel message triggers the bots
- * it mentions, a direct message the bots among its recipients; nothing a bot sends triggers
+ * it mentions (by name or through a mentioned group, not silently), a direct message the bots
+ * among its recipients; nothing a bot sends triggers
  * one (no loops). Costs no query unless the message mentions someone or is a direct message,
  * and then only the read cache's list of such bots.
  */
@@ -659,7 +660,7 @@ export async function checkSendMessage(services: ActionServices, realm: Realm, s
     linkifiers: rendered.linkifiers,
     queueId: input.queueId,
     localId: input.localId,
-    serviceBotTriggers: await serviceBotTriggers(db, realm, sender, target, rendered.mentionedUserIds),
+    serviceBotTriggers: await serviceBotTriggers(db, realm, sender, target, mentioned),
   };
 }
 

@@ -216,6 +216,24 @@ forEachDatabase(
       assert.equal(endpoint.received.length, 0);
     });
 
+    test('a mention through a group triggers the bot; a silent mention and a message from a bot do not', async () => {
+      const s = server();
+      const { hamlet, admin } = s.cast;
+      const bot = await createOutgoingBot(s, 'Group Bot', 'groupie', endpoint.url);
+      ok(await admin.client.post('/user_groups/create', { name: 'bot fans', description: 'with a bot', members: JSON.stringify([bot.id, hamlet.user.id]) }));
+      ok(await hamlet.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'groups' }] }));
+      endpoint.respond = (_r, res) => res.end(JSON.stringify({ response_not_required: true }));
+      ok(await hamlet.client.post('/messages', { type: 'stream', to: 'groups', topic: 't', content: 'quietly @_**Group Bot**' }));
+      ok(await s.cast.bot.client.post('/messages', { type: 'stream', to: 'groups', topic: 't', content: '@**Group Bot** from a bot' }));
+      ok(await hamlet.client.post('/messages', { type: 'stream', to: 'groups', topic: 't', content: 'hey @*bot fans*' }));
+      const [req] = await endpoint.next(1);
+      const payload = JSON.parse(req!.body);
+      assert.equal(payload.data, 'hey @*bot fans*');
+      assert.equal(payload.trigger, 'mention');
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(endpoint.received.length, 0);
+    });
+
     test('a timeout is retried, then reported', async () => {
       const s = server();
       const { hamlet } = s.cast;
