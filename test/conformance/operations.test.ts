@@ -21,8 +21,6 @@ const EXCEPTIONS: Record<string, string> = {
   'POST /export/realm': 'issue 20 (exports)',
   'DELETE /export/realm/{export_id}': 'issue 20 (exports)',
   'GET /export/realm/consents': 'issue 20 (exports)',
-  'GET /bots/{bot_id}/api_key': 'issue 17 item 4 (bots), in progress',
-  'POST /bots/{bot_id}/api_key/regenerate': 'issue 17 item 4 (bots), in progress',
   'POST /remotes/push/e2ee/register': "the push notification service's (bouncer's) API, which an organization's server calls rather than serves",
   'GET /thumbnail/status/{realm_id_str}/{filename}': 'issue 17 item 3: thumbnails (background resizing, server_thumbnail_formats) are not built yet',
   'POST /calls/constructorgroups/create':
