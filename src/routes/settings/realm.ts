@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Services } from '../../services.js';
 import type { Realm, User } from '../../db/tables.js';
 import { adminRequired, badRequest, JsonableError, ownerRequired } from '../../errors.js';
+import { normalizeMessageContent } from '../../actions/messages.js';
 import { isAdmin, isOwner } from '../../lib/roles.js';
 import { groupSettingUpdateSchema, type GroupSettingUpdate } from '../../lib/group_settings.js';
 import { accessStreamById, ChannelCaller } from '../../lib/access/streams.js';
@@ -320,8 +321,9 @@ export function registerRealmSettingsRoutes(app: FastifyInstance, services: Serv
     authorize: requireAdmin,
     params: { welcome_message_custom_text: p.str(z.string().max(MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH)) },
     handler: async ({ realm, user, params }) => {
-      if (params.welcome_message_custom_text.length === 0) throw badRequest('Message must not be empty');
-      return { message_id: await sendBotDirectMessage(services, realm, 'welcome', user, params.welcome_message_custom_text) };
+      // Refused before the Welcome Bot is fetched: the first use creates it.
+      const content = normalizeMessageContent(params.welcome_message_custom_text);
+      return { message_id: await sendBotDirectMessage(services, realm, 'welcome', user, content) };
     },
   });
 }
