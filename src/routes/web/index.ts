@@ -1,6 +1,6 @@
 import { readFileSync, statSync, createReadStream } from 'node:fs';
 import { extname, join, normalize, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../../lib/project_files.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.js';
 import { JsonableError } from '../../errors.js';
@@ -13,8 +13,8 @@ import { checkCanAuthenticate } from '../../plugins/auth.js';
 import { checkCsrf, createLoginToken, endSession, ensureCsrfCookie, redeemLoginToken, sessionUser, startSession } from '../../plugins/session.js';
 import { requestRealm } from '../endpoint.js';
 
-/** web/dist, built by `npm run build:web`; the same depth from src/routes/web and dist/routes/web. */
-export const WEB_DIST = fileURLToPath(new URL('../../../web/dist/', import.meta.url));
+/** web/dist, built by `npm run build` (scripts/build.mjs). */
+export const WEB_DIST = join(PROJECT_ROOT, 'web', 'dist') + sep;
 /** Vite's `base`: every built asset is below it, with a content hash in its name. */
 const ASSET_PREFIX = '/static/app/';
 
