@@ -16,19 +16,6 @@ export async function fetchBotsFor(db: Tx, realmId: number, ownerId: number | nu
   return q.orderBy('id').execute();
 }
 
-/** GET /bots: the caller's active bots, oldest first (Zulip orders by date_joined). */
-export async function fetchActiveBotsOwnedByInOrder(db: Tx, realmId: number, ownerId: number): Promise<User[]> {
-  return db
-    .selectFrom('users')
-    .selectAll()
-    .where('realm_id', '=', realmId)
-    .where('bot_owner_id', '=', ownerId)
-    .where('is_bot', '=', 1)
-    .where('is_active', '=', 1)
-    .orderBy('date_joined')
-    .orderBy('id')
-    .execute();
-}
 
 export async function fetchBotServices(db: Tx, userIds: readonly number[]): Promise<BotService[]> {
   if (userIds.length === 0) return [];

@@ -104,6 +104,7 @@ export async function fetchActiveUserNames(db: Tx, realmId: number): Promise<str
   return rows.map((r) => r.full_name);
 }
 
+/** A user's active bots, oldest first (GET /bots: Zulip orders them by date_joined). */
 export async function fetchActiveBotsOwnedBy(db: Tx, realmId: number, ownerId: number): Promise<User[]> {
   return db
     .selectFrom('users')
@@ -112,6 +113,7 @@ export async function fetchActiveBotsOwnedBy(db: Tx, realmId: number, ownerId: n
     .where('bot_owner_id', '=', ownerId)
     .where('is_bot', '=', 1)
     .where('is_active', '=', 1)
+    .orderBy('date_joined')
     .orderBy('id')
     .execute();
 }

@@ -10,9 +10,8 @@ import { doDeactivateUser, doRegenerateApiKey } from '../../actions/users.js';
 import { checkAvatarImage, doSetAvatar } from '../../actions/avatars.js';
 import { filesOf } from '../../plugins/body.js';
 import { badRequest } from '../../errors.js';
-import { fetchActiveBotsOwnedByInOrder } from '../../db/repos/bots.js';
 import { fetchStreamsByIds } from '../../db/repos/streams.js';
-import { fetchUserById } from '../../db/repos/users.js';
+import { fetchActiveBotsOwnedBy, fetchUserById } from '../../db/repos/users.js';
 import { isValidUrl } from '../../lib/custom_profile_fields.js';
 import { avatarUrl } from '../../lib/avatar.js';
 import { realmUrl } from '../../lib/urls.js';
@@ -87,7 +86,7 @@ export function registerBotRoutes(app: FastifyInstance, services: Services): voi
     authorize: requireMemberOrAdmin,
     params: {},
     handler: async ({ realm, user }) => {
-      const bots = await fetchActiveBotsOwnedByInOrder(db(), realm.id, user.id);
+      const bots = await fetchActiveBotsOwnedBy(db(), realm.id, user.id);
       const out = [];
       for (const bot of bots) {
         out.push({
