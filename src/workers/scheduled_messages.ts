@@ -57,9 +57,11 @@ export class ScheduledMessageWorker {
     let delay = this.intervalMs;
     try {
       await deliverDueScheduledMessages(this.services);
-      const next = await fetchNextScheduledTimestamp(this.services.db.kysely);
-      // A row already due here is being delivered by another process: look again after the interval.
-      if (next !== null && next * 1000 > Date.now()) delay = Math.min(delay, next * 1000 - Date.now());
+      // Rows already due and still pending are another process's (or a dead one's, until its
+      // claim lapses): they are looked at again after the interval, and must not hide the next
+      // row falling due sooner (which they did: a message due in 2 s waited the whole interval).
+      const next = await fetchNextScheduledTimestamp(this.services.db.kysely, Math.floor(Date.now() / 1000));
+      if (next !== null) delay = Math.max(0, Math.min(delay, next * 1000 - Date.now()));
     } catch (e) {
       this.services.log.error({ err: e }, 'Scheduled message delivery failed');
     }

@@ -49,7 +49,7 @@ async function subscribe(s: TestServer, client: ApiClient, name: string, princip
 }
 
 /** Waits for the first event on `q` matching `m`, and checks it against zulip.yaml. */
-async function nextConforming(q: TestQueue, m: (e: ZEvent) => boolean, timeoutMs = 8000): Promise<ZEvent> {
+async function nextConforming(q: TestQueue, m: (e: ZEvent) => boolean, timeoutMs = 20_000): Promise<ZEvent> {
   const e = await q.next(m, timeoutMs);
   const { id: _id, ...event } = e;
   assertEventConforms(event);
@@ -195,7 +195,7 @@ forEachDatabase('scheduled messages and reminders', (server) => {
         read_by_sender: true,
       }),
     );
-    const got = await watcher.next('message', 8000);
+    const got = await watcher.next('message', 20_000);
     assert.ok(nowSeconds() >= at, 'not sent early');
     assert.equal(got.message.sender_id, hamlet.user.id);
     assert.equal(got.message.subject, 'soon');
@@ -390,7 +390,7 @@ forEachDatabase('scheduled messages and reminders', (server) => {
     // A reminder about a direct message, due in two seconds.
     const at = nowSeconds() + 2;
     const dmReminder = ok(await hamlet.client.post('/reminders', { message_id: dmMsg, scheduled_delivery_timestamp: at })).reminder_id;
-    const sent = await q.next((e) => e.type === 'message', 8000);
+    const sent = await q.next((e) => e.type === 'message', 20_000);
     const ids = [hamlet.user.id, othello.user.id].sort((a, b) => a - b).join(',');
     assert.equal(sent.message.sender_full_name, 'Notification Bot');
     assert.equal(sent.message.type, 'private');

@@ -68,13 +68,18 @@ export async function fetchDueScheduledMessageIds(db: Tx, at: number, limit: num
   return rows.map((r) => Number(r.id));
 }
 
-/** When the next pending row falls due (Unix seconds), or null when none is pending. */
-export async function fetchNextScheduledTimestamp(db: Tx): Promise<number | null> {
+/**
+ * When the next pending row falls due after `after` (Unix seconds), or null when none will.
+ * Rows already due but still pending (claimed by a process that died, say) are left out: they
+ * must not hide a row falling due sooner than the next periodic pass.
+ */
+export async function fetchNextScheduledTimestamp(db: Tx, after: number): Promise<number | null> {
   const row = await db
     .selectFrom('scheduled_messages')
     .select((eb) => eb.fn.min('scheduled_timestamp').as('next'))
     .where('delivered', '=', 0)
     .where('failed', '=', 0)
+    .where('scheduled_timestamp', '>', after)
     .executeTakeFirst();
   return row?.next === null || row?.next === undefined ? null : Number(row.next);
 }
