@@ -2,8 +2,7 @@
 // `npx parley demo` organization, into docs/screenshots/. Needs /usr/bin/chromium.
 // Usage: npm run screenshots
 /// <reference lib="dom" />
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { loadConfig } from '../src/config.js';
@@ -11,27 +10,18 @@ import { buildApp } from '../src/app.js';
 import { fetchRealmByStringId } from '../src/db/repos/realms.js';
 import { runDemo } from '../src/cli/demo.js';
 import { freePort } from '../bench/lib/util.js';
-import { buildWeb, launch } from '../test/browser/helpers.js';
+import { buildWeb, launch, scratchServerEnv } from '../test/browser/helpers.js';
 
 const OUT = 'docs/screenshots';
 
 buildWeb();
 
-const dir = mkdtempSync(join(tmpdir(), 'parley-screenshots-'));
 const port = await freePort();
-const env = {
-  PATH: process.env.PATH,
-  PARLEY_ENV_FILE: '/nonexistent',
-  DATABASE_URL: `sqlite:${join(dir, 'db.sqlite3')}`,
-  PARLEY_DATA_DIR: join(dir, 'data'),
-  PORT: String(port),
-  HOST: '127.0.0.1',
-  EXTERNAL_URL: `http://localhost:${port}`,
-  LOG_LEVEL: 'silent',
+const { dir, env } = scratchServerEnv('parley-screenshots-', port, {
   PARLEY_OWNER_EMAIL: 'owner@example.com',
   PARLEY_OWNER_PASSWORD: 'parley-demo',
   PARLEY_REALM_NAME: 'Elsinore',
-};
+});
 const app = await buildApp(loadConfig({}, env), { announce: () => undefined });
 await app.fastify.listen({ port, host: '127.0.0.1' });
 const realm = (await fetchRealmByStringId(app.services.db.kysely, ''))!;

@@ -6,9 +6,7 @@
 //   3. typing in compose while 100 messages a second arrive: the longest main-thread task
 //      (budget 50 ms).
 // Usage: npm run web-budget   (needs /usr/bin/chromium; builds web/ first)
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { request } from 'node:http';
 import { loadConfig } from '../src/config.js';
@@ -18,24 +16,13 @@ import { fetchUserByEmail } from '../src/db/repos/users.js';
 import { startSession } from '../src/plugins/session.js';
 import { seed } from '../bench/lib/seed.js';
 import { freePort } from '../bench/lib/util.js';
-import { buildWeb, launch } from '../test/browser/helpers.js';
+import { buildWeb, launch, scratchServerEnv } from '../test/browser/helpers.js';
 
 
 buildWeb();
 
-const dir = mkdtempSync(join(tmpdir(), 'parley-web-budget-'));
 const port = await freePort();
-const env = {
-  PATH: process.env.PATH,
-  PARLEY_ENV_FILE: '/nonexistent',
-  DATABASE_URL: `sqlite:${join(dir, 'db.sqlite3')}`,
-  PARLEY_DATA_DIR: join(dir, 'data'),
-  PORT: String(port),
-  HOST: '127.0.0.1',
-  EXTERNAL_URL: `http://localhost:${port}`,
-  LOG_LEVEL: 'silent',
-  PARLEY_RATE_LIMITS: 'off',
-};
+const { dir, env } = scratchServerEnv('parley-web-budget-', port, { PARLEY_RATE_LIMITS: 'off' });
 const log = (line: string) => console.log(line);
 log('seeding the register organization (1,000 users, 200 channels)…');
 const seeded = await seed(env, { fanoutUsers: 10, sendSubscribers: 5, historyMessages: 100, historyChannels: 2, historyTopics: 4, historySenders: 2, registerUsers: 1000, registerChannels: 200, registerMessages: 5000 }, log);

@@ -1,4 +1,6 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
@@ -41,4 +43,25 @@ export async function loggedIn(browser: Browser, base: string, email: string, pa
   const { queue_id } = (await (await registered).json()) as { queue_id: string };
   await page.getByRole('navigation', { name: 'Channels' }).waitFor();
   return { context, page, queueId: queue_id };
+}
+
+/**
+ * The environment of a throwaway server for the web scripts (screenshots, budgets): a new
+ * SQLite database and data directory under a temporary folder `dir` (the caller removes it),
+ * on `port`, logs silent.
+ */
+export function scratchServerEnv(prefix: string, port: number, extra: Record<string, string> = {}): { dir: string; env: Record<string, string | undefined> } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const env = {
+    PATH: process.env.PATH,
+    PARLEY_ENV_FILE: '/nonexistent',
+    DATABASE_URL: `sqlite:${join(dir, 'db.sqlite3')}`,
+    PARLEY_DATA_DIR: join(dir, 'data'),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    EXTERNAL_URL: `http://localhost:${port}`,
+    LOG_LEVEL: 'silent',
+    ...extra,
+  };
+  return { dir, env };
 }
