@@ -36,17 +36,20 @@ export interface BuildOptions {
 }
 
 /**
- * Other processes' commits must reach this process's read cache. Scaled out, through Redis,
- * checked at the start of every request so that a change answered by one process applies to
- * the next request on any other. Otherwise the database reports them itself (SQLite's
- * data_version, PostgreSQL notifications: db/index.ts). Returns the per-request check, for the
- * requests served before Fastify (routes/events/long_poll.ts), or null when there is none.
+ * Other processes' commits must reach this process's read cache before a request reads it, so
+ * that a change answered by one process (or made by `npx parley`) applies to the next request
+ * here. Scaled out, through Redis; on PostgreSQL alone, through its notifications; both are
+ * brought up to date at the start of every request (db/cache_remote.ts). SQLite reports other
+ * connections' commits itself (data_version, db/index.ts). Returns the per-request check, for
+ * the requests served before Fastify (routes/events/long_poll.ts), or null when there is none.
  */
 async function connectReadCache(fastify: FastifyInstance, config: Config, db: Database): Promise<(() => Promise<void>) | null> {
-  if (!config.redisUrl || db.cache.remote instanceof RedisCacheRemote) return null;
-  await db.cache.remote?.close();
-  const remote = new RedisCacheRemote(config.redisUrl, config.events.redisPrefix, db.cache);
-  db.cache.remote = remote;
+  if (config.redisUrl && !(db.cache.remote instanceof RedisCacheRemote)) {
+    await db.cache.remote?.close();
+    db.cache.remote = new RedisCacheRemote(config.redisUrl, config.events.redisPrefix, db.cache);
+  }
+  const remote = db.cache.remote;
+  if (!remote) return null;
   await remote.sync();
   fastify.addHook('onRequest', async (req) => {
     if (req.routeOptions.config.probe) return;

@@ -80,39 +80,72 @@ const CHANNEL = 'parley_read_cache';
 
 /**
  * PostgreSQL without Redis is the one-server-process mode; other writers are occasional
- * command-line runs. Their commits arrive through LISTEN/NOTIFY, within milliseconds.
+ * command-line runs. Their commits arrive through LISTEN/NOTIFY. `sync` makes that exact, as
+ * Redis is: PostgreSQL hands a listening session every notification committed before its next
+ * statement ends, so one round trip on the listening connection, shared by the requests that
+ * arrive in one turn of the event loop, has delivered every commit made before they arrived
+ * (a grant by `npx parley` applies to the very next request). A lost connection forgets the
+ * whole cache (notifications may have been missed) and is opened again by the next use.
  */
 export class PostgresCacheRemote implements CacheRemote {
-  private readonly client: PgModule.Client;
-  private ready: Promise<void> | null = null;
+  private client: PgModule.Client | null = null;
+  private ready: Promise<PgModule.Client> | null = null;
+  private nextRead: Promise<void> | null = null;
 
   constructor(
-    url: string,
+    private readonly url: string,
     private readonly cache: ReadCache,
-  ) {
-    this.client = new (pg().Client)({ connectionString: url });
+  ) {}
+
+  start(): Promise<PgModule.Client> {
+    if (this.ready) return this.ready;
+    const client = new (pg().Client)({ connectionString: this.url });
+    this.client = client;
+    const lost = () => {
+      if (this.client !== client) return;
+      this.client = null;
+      this.ready = null;
+      this.cache.invalidateAll();
+      client.end().catch(() => undefined);
+    };
     // A dropped connection only delays invalidation by others; it must not crash the server.
-    this.client.on('error', () => undefined);
-    this.client.on('notification', (n) => {
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', (n) => {
       if (n.channel === CHANNEL && n.payload) this.cache.invalidate(n.payload.split(','));
     });
-  }
-
-  start(): Promise<void> {
-    this.ready ??= this.client.connect().then(async () => {
-      await this.client.query(`LISTEN ${CHANNEL}`);
+    const ready = client.connect().then(async () => {
+      await client.query(`LISTEN ${CHANNEL}`);
+      return client;
     });
-    return this.ready;
+    ready.catch(lost);
+    this.ready = ready;
+    return ready;
   }
 
   async publish(tables: string[]): Promise<void> {
-    await this.start();
-    await this.client.query('SELECT pg_notify($1, $2)', [CHANNEL, tables.join(',')]);
+    const client = await this.start();
+    await client.query('SELECT pg_notify($1, $2)', [CHANNEL, tables.join(',')]);
   }
 
-  async sync(): Promise<void> {}
+  sync(): Promise<void> {
+    this.nextRead ??= new Promise<void>((resolve) => {
+      setImmediate(() => {
+        this.nextRead = null;
+        // Unreachable, the request goes on with what this process knows (its own queries fail
+        // on their own if the database is down).
+        this.start()
+          .then((client) => client.query('SELECT 1'))
+          .then(() => resolve(), () => resolve());
+      });
+    });
+    return this.nextRead;
+  }
 
   async close(): Promise<void> {
-    await this.client.end().catch(() => undefined);
+    const client = this.client;
+    this.client = null;
+    this.ready = null;
+    await client?.end().catch(() => undefined);
   }
 }
