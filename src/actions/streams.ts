@@ -54,6 +54,7 @@ import {
   type SubscriptionProperty,
 } from '../lib/format/streams.js';
 import { accessUserByEmail, checkUserAccess } from '../lib/access/users.js';
+import { GuestSight } from './guest_sight.js';
 import { checkGroupSettingValue, loadGroupMembership, type GroupMembership, type GroupSettingValue } from '../lib/group_settings.js';
 import { realmSettings } from '../lib/realm_settings.js';
 import { ROLE_GUEST, isAdmin, isOwner } from '../lib/roles.js';
@@ -95,6 +96,13 @@ function formatContext(view: RealmView, subscribers: ReadonlyMap<number, readonl
 
 function metadataUsers(view: RealmView, stream: Stream, subscribers: readonly number[] | undefined): Set<number> {
   return metadataAccessUserIds(stream, view.active, new Set(subscribers ?? []), view.m);
+}
+
+/** The users a change of these users' subscriptions to channels with these subscribers may concern. */
+function concernedUsers(users: readonly User[], subscribers: ReadonlyMap<number, readonly number[]>): Set<number> {
+  const ids = new Set(users.map((u) => u.id));
+  for (const list of subscribers.values()) for (const id of list) ids.add(id);
+  return ids;
 }
 
 function send(services: ActionServices, realm: Realm, afterCommit: AfterCommit, event: ZulipEvent, users: Iterable<number>, onlyIf?: { capability: string; value: boolean }): void {
@@ -233,6 +241,7 @@ export async function addSubscriptionsInTransaction(
   const streamIds = allStreams.map((s) => s.id);
   const users = [...new Map(plan.users.map((u) => [u.id, u])).values()].sort(byId);
   const before = await fetchSubscriberIdsByStream(tx, streamIds);
+  const sight = await GuestSight.take(tx, realm, view.active, view.m, async () => concernedUsers(users, before));
 
   const rows = await fetchSubscriptionRows(tx, users.map((u) => u.id), streamIds);
   const rowOf = new Map(rows.map((r) => [`${r.user_id}:${r.stream_id}`, r]));
@@ -313,6 +322,7 @@ export async function addSubscriptionsInTransaction(
       send(services, realm, afterCommit, { type: 'subscription', op: 'add', subscriptions: dicts }, [user.id]);
     }
   }
+  await sight?.announce(tx, services, afterCommit, realm, view.active);
   for (const stream of allStreams) {
     const changed = altered.get(stream.id);
     if (!changed) continue;
@@ -382,6 +392,9 @@ export async function doRemoveSubscriptions(
     }
     const pairs = removed;
     if (pairs.length === 0) return { removed, notRemoved };
+    const sight = await GuestSight.take(tx, realm, view.active, view.m, async () =>
+      concernedUsers(uniqueUsers, await fetchSubscriberIdsByStream(tx, uniqueStreams.map((s) => s.id))),
+    );
     await setSubscriptionsActive(tx, pairs.map((p) => ({ user_id: p.user.id, stream_id: p.stream.id })), false);
     await insertStreamAuditLogs(tx, pairs.map((p) => audit(realm, actor, p.stream, 'subscription_deactivated', {}, p.user.id)));
     const after = await fetchSubscriberIdsByStream(tx, uniqueStreams.map((s) => s.id));
@@ -394,6 +407,7 @@ export async function doRemoveSubscriptions(
       const lost = mine.filter((s) => !hasMetadataAccess(user, s, false, view.m));
       if (lost.length > 0) send(services, realm, afterCommit, streamDeleteEvent(lost), [user.id]);
     }
+    await sight?.announce(tx, services, afterCommit, realm, view.active);
     for (const stream of uniqueStreams) {
       const changed = new Set(pairs.filter((p) => p.stream.id === stream.id).map((p) => p.user.id));
       if (changed.size === 0) continue;

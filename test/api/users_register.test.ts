@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { forEachDatabase, PASSWORD, type TestServer } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { assertConforms, assertMatchesComponent } from '../helpers/openapi.js';
+import { registerQueue } from '../helpers/events.js';
 import { doCreateUser, doDeactivateUser } from '../../src/actions/users.js';
 import { fetchRealmByStringId, updateRealmRow } from '../../src/db/repos/realms.js';
 import { fetchSystemGroups } from '../../src/db/repos/user_groups.js';
@@ -128,6 +129,41 @@ forEachDatabase('users in POST /register', (server) => {
       const later = await register(s, guest.client, { client_capabilities: { user_list_incomplete: true } });
       assert.ok(later.realm_users.some((u: { user_id: number }) => u.user_id === hamlet.user.id));
       ok(await guest.client.get(`/users/${hamlet.user.id}`));
+    });
+  });
+
+  test('a restricted guest hears whom a subscription change shows or hides: realm_user add and remove', async () => {
+    const s = server();
+    await withRestrictedGuests(s, async () => {
+      const { guest, othello, moderator, admin } = s.cast;
+      const name = `sight-${s.kind}`;
+      const subscribe = (ids: number[]) =>
+        admin.client.post('/users/me/subscriptions', { subscriptions: JSON.stringify([{ name }]), principals: JSON.stringify(ids) });
+      ok(await subscribe([othello.user.id, moderator.user.id]));
+      const q = await registerQueue(guest.client, { event_types: JSON.stringify(['realm_user']) });
+      const visible = (state: any) => state.realm_users.filter((u: any) => u.full_name !== 'Unknown user').map((u: any) => u.user_id);
+      assert.ok(!visible(q.state).includes(othello.user.id));
+
+      ok(await subscribe([guest.user.id]));
+      const added = [await q.next('realm_user'), await q.next('realm_user')];
+      const expected = [moderator.user.id, othello.user.id].sort((a, b) => a - b);
+      assert.deepEqual(added.map((e) => [e.op, e.person.user_id]), expected.map((id) => ['add', id]));
+      const person = added.find((e) => e.person.user_id === othello.user.id)!.person;
+      assert.equal(person.full_name, ok(await admin.client.get(`/users/${othello.user.id}`)).user.full_name);
+      assert.equal(person.is_active, true);
+
+      ok(await othello.client.delete('/users/me/subscriptions', { subscriptions: JSON.stringify([name]) }));
+      const removed = await q.next('realm_user');
+      assert.deepEqual({ op: removed.op, person: removed.person }, { op: 'remove', person: { user_id: othello.user.id, full_name: 'Unknown user' } });
+
+      const guestRemoved = await admin.client.delete('/users/me/subscriptions', { subscriptions: JSON.stringify([name]), principals: JSON.stringify([guest.user.id]) });
+      ok(guestRemoved);
+      const hidden = await q.next('realm_user');
+      assert.deepEqual({ op: hidden.op, person: hidden.person }, { op: 'remove', person: { user_id: moderator.user.id, full_name: 'Unknown user' } });
+      await q.expectNone('realm_user', 300);
+      const again = await registerQueue(guest.client, { event_types: JSON.stringify(['realm_user']), client_capabilities: JSON.stringify({ user_list_incomplete: true }) });
+      const ids = again.state.realm_users.map((u: any) => u.user_id);
+      assert.ok(!ids.includes(othello.user.id) && !ids.includes(moderator.user.id));
     });
   });
 });
