@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import type { Config } from './config.js';
 import { migrate, openDatabase, type Database } from './db/index.js';
 import { RedisCacheRemote } from './db/cache_remote.js';
-import { fetchDatabaseId } from './db/identity.js';
+import { fetchDatabaseId, redisNamespace } from './db/identity.js';
 import { EventBus } from './events/bus.js';
 import { createQueueManager } from './events/backends/index.js';
 import { trackUnusedConnections } from './events/connections.js';
@@ -43,10 +43,10 @@ export interface BuildOptions {
  * connections' commits itself (data_version, db/index.ts). Returns the per-request check, for
  * the requests served before Fastify (routes/events/long_poll.ts), or null when there is none.
  */
-async function connectReadCache(fastify: FastifyInstance, config: Config, db: Database): Promise<(() => Promise<void>) | null> {
+async function connectReadCache(fastify: FastifyInstance, config: Config, db: Database, databaseId: string): Promise<(() => Promise<void>) | null> {
   if (config.redisUrl && !(db.cache.remote instanceof RedisCacheRemote)) {
     await db.cache.remote?.close();
-    db.cache.remote = new RedisCacheRemote(config.redisUrl, config.events.redisPrefix, db.cache);
+    db.cache.remote = new RedisCacheRemote(config.redisUrl, redisNamespace(config.events.redisPrefix, databaseId), db.cache);
   }
   const remote = db.cache.remote;
   if (!remote) return null;
@@ -88,11 +88,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const db = options.db ?? openDatabase(config.databaseUrl);
   await migrate(db);
   const databaseId = await fetchDatabaseId(db);
-  const syncReadCache = await connectReadCache(fastify, config, db);
+  const syncReadCache = await connectReadCache(fastify, config, db, databaseId);
   const events = new EventBus();
   const queues = createQueueManager(config, events, fastify.log, databaseId);
   await queues.start();
-  const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config) };
+  const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config, databaseId) };
   const outgoingWebhooks = new OutgoingWebhookWorker(services);
   services.outgoingWebhooks = outgoingWebhooks;
   // Request logging needs every request to go through Fastify.

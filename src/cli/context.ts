@@ -2,7 +2,7 @@ import pino from 'pino';
 import type { Config } from '../config.js';
 import { migrate, openDatabase } from '../db/index.js';
 import { RedisCacheRemote } from '../db/cache_remote.js';
-import { fetchDatabaseId } from '../db/identity.js';
+import { fetchDatabaseId, redisNamespace } from '../db/identity.js';
 import { countRealms } from '../db/repos/realms.js';
 import { EventBus } from '../events/bus.js';
 import type { ActionServices } from '../services.js';
@@ -37,11 +37,12 @@ export async function openCliContext(config: Config, announce: (line: string) =>
   try {
     await migrate(db);
     if (config.redisUrl) {
+      const databaseId = await fetchDatabaseId(db);
       // The servers' read caches are invalidated through Redis then, not the database.
       await db.cache.remote?.close();
-      db.cache.remote = new RedisCacheRemote(config.redisUrl, config.events.redisPrefix, db.cache);
+      db.cache.remote = new RedisCacheRemote(config.redisUrl, redisNamespace(config.events.redisPrefix, databaseId), db.cache);
       const { RedisEventPublisher } = await import('../events/backends/redis.js');
-      publisher = await RedisEventPublisher.connect(config, events, log, await fetchDatabaseId(db));
+      publisher = await RedisEventPublisher.connect(config, events, log, databaseId);
     }
     const services: ActionServices = { config, db, events, log };
     if ((await countRealms(db.kysely)) === 0) {

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { lazyRequire } from '../lib/lazy.js';
 import type { Config } from '../config.js';
+import { redisNamespace } from '../db/identity.js';
 import { JsonableError } from '../errors.js';
 import { MemoryRateLimitBackend, RedisRateLimitBackend, type RateLimitBackend, type RateLimitDecision, type RateLimitRule } from '../lib/rate_limit.js';
 
@@ -89,7 +90,10 @@ function redisClient(url: string): import('ioredis').Redis {
   return client;
 }
 
-export function createRateLimiter(config: Config): RateLimiter {
-  const backend = config.redisUrl ? new RedisRateLimitBackend(redisClient(config.redisUrl), config.rateLimits.redisPrefix) : new MemoryRateLimitBackend();
+/** Shared through Redis when configured, under the database's namespace: user IDs are per database. */
+export function createRateLimiter(config: Config, databaseId: string): RateLimiter {
+  const backend = config.redisUrl
+    ? new RedisRateLimitBackend(redisClient(config.redisUrl), redisNamespace(config.rateLimits.redisPrefix, databaseId))
+    : new MemoryRateLimitBackend();
   return new RateLimiter(config.rateLimits, backend);
 }

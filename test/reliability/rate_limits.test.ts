@@ -104,26 +104,36 @@ for (const kind of testDatabases()) {
     let d: ChildDeployment;
     let a: ChildServer;
     let b: ChildServer;
+    /** A process on another database, with the same Redis and prefix. */
+    let elsewhere: ChildDeployment;
+    let c: ChildServer;
     let key = '';
+    let otherKey = '';
 
     before(async () => {
       if (!redis) return;
+      const ownerKey = async (app: Parameters<Parameters<ChildDeployment['setup']>[0]>[0]) =>
+        (await app.services.db.kysely.selectFrom('users').select('api_key').where('email', '=', OWNER_EMAIL).executeTakeFirstOrThrow()).api_key;
       d = await childDeployment(kind);
-      key = await d.setup(async (app) => (await app.services.db.kysely.selectFrom('users').select('api_key').where('email', '=', OWNER_EMAIL).executeTakeFirstOrThrow()).api_key);
+      elsewhere = await childDeployment(kind);
+      key = await d.setup(ownerKey);
+      otherKey = await elsewhere.setup(ownerKey);
       const env = { ...RATE_ENV, REDIS_URL: redis, PARLEY_REDIS_PREFIX: `parley-rl-${process.pid}-${Date.now()}:` };
       a = await d.start(env);
       b = await d.start(env);
+      c = await elsewhere.start(env);
     });
     after(async () => {
       if (!redis) return;
-      for (const s of [a, b]) {
+      for (const s of [a, b, c]) {
         s.process.kill('SIGTERM');
         await s.exited;
       }
       await d.drop();
+      await elsewhere.drop();
     });
 
-    test('one user budget, one address budget and one password-attempt budget across processes', async (t) => {
+    test('one user budget, one address budget and one password-attempt budget across processes, and none across databases', async (t) => {
       if (!redis) {
         t.skip('TEST_REDIS_URL is not set');
         return;
@@ -132,6 +142,8 @@ for (const kind of testDatabases()) {
       for (let i = 0; i < 6; i++) ok(await owner[i % 2]!.get('/users/me'));
       err(await owner[0]!.get('/users/me'), 429, 'RATE_LIMIT_HIT');
       err(await owner[1]!.get('/users/me'), 429, 'RATE_LIMIT_HIT');
+      // The owner of another database has the same user ID, and a budget of their own.
+      ok(await new ApiClient(c.url, OWNER_EMAIL, otherKey).get('/users/me'));
 
       const anon = (url: string) => new ApiClient(url, null, null, { 'X-Forwarded-For': '192.0.2.77' });
       ok(await anon(a.url).get('/server_settings'));
