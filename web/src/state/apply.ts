@@ -65,7 +65,7 @@ export function applyEvent(state: State, e: ServerEvent): void {
         replaceMessage(state, id, (m) => ({
           ...m,
           ...(id === e.message_id && e.rendered_content !== undefined ? { content: e.rendered_content, match_content: undefined, last_edit_timestamp: e.edit_timestamp } : {}),
-          ...(e.subject !== undefined ? { subject: e.subject } : {}),
+          ...(e.subject !== undefined ? { subject: e.subject, match_subject: undefined } : {}),
           ...(e.new_stream_id !== undefined ? { stream_id: e.new_stream_id } : {}),
           ...(moved ? { last_moved_timestamp: e.edit_timestamp } : {}),
         }));
@@ -180,6 +180,13 @@ export function applyEvent(state: State, e: ServerEvent): void {
     }
     case 'realm_emoji': {
       if (e.op === 'update') state.realmEmoji = new Map(Object.entries(e.realm_emoji ?? {}));
+      return;
+    }
+    case 'user_group': {
+      const g = e.op === 'update' ? state.userGroups.get(e.group_id) : undefined;
+      if (e.op === 'add') state.userGroups.set(e.group.id, e.group);
+      else if (g) state.userGroups.set(g.id, { ...g, ...e.data });
+      else if (e.op === 'remove') state.userGroups.delete(e.group_id);
       return;
     }
     case 'user_settings': {

@@ -58,8 +58,18 @@ export interface State {
   /** Register's server_emoji_data_url (Unicode emoji names) and the organization's custom emoji. */
   emojiDataUrl: string | null;
   realmEmoji: Map<string, { name: string; source_url: string; deactivated: boolean }>;
+  /** The organization's user groups (register's realm_user_groups), for `@*group*` suggestions. */
+  userGroups: Map<number, UserGroup>;
   list: MessageList | null;
   connection: 'connected' | 'offline';
+}
+
+export interface UserGroup {
+  id: number;
+  name: string;
+  description: string;
+  is_system_group: boolean;
+  deactivated?: boolean;
 }
 
 type Listener = () => void;
@@ -160,6 +170,7 @@ export function stateFromRegister(r: Record<string, any>): State {
     recentDms: new Map((r.recent_private_conversations ?? []).map((c: { user_ids: number[]; max_message_id: number }) => [dmKey(c.user_ids), { ids: c.user_ids, maxId: c.max_message_id }])),
     emojiDataUrl: r.server_emoji_data_url ?? null,
     realmEmoji: new Map(Object.entries(r.realm_emoji ?? {})),
+    userGroups: new Map((r.realm_user_groups ?? []).map((g: UserGroup) => [g.id, g])),
     list: null,
     connection: 'connected',
   };

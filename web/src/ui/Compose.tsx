@@ -6,7 +6,7 @@ import { fetchTopics, renderPreview, saveDraft, sendMessage, sendTyping, type De
 import { narrowChannel, narrowDm, type View } from '../state/narrow';
 import type { State } from '../state/store';
 import { resolver } from './App';
-import { dmIdsOf, emojiGlyph } from './format';
+import { dmIdsOf, emojiGlyph, withEmojiGlyphs } from './format';
 import { knownEmoji } from '../api/emoji';
 import { SuggestInput } from './SuggestInput';
 
@@ -27,12 +27,12 @@ interface Suggestion {
 }
 
 /** The word being typed before the caret, when it starts a mention, channel link or emoji. */
-function activeToken(text: string, caret: number): { start: number; kind: '@' | '#' | ':'; query: string } | null {
+function activeToken(text: string, caret: number): { start: number; kind: '@' | '#' | ':'; query: string; silent: boolean } | null {
   const before = text.slice(0, caret);
-  const m = /(^|\s)([@#:])(\*{0,2})([^\s@#:*]*(?: [^\s@#:*]*)?)$/.exec(before);
+  const m = /(^|\s)([@#:])(?:_?\*{0,2})([^\s@#:*]*(?: [^\s@#:*]*)?)$/.exec(before);
   if (!m) return null;
-  if (m[2] === ':' && m[4]!.length < 2) return null;
-  return { start: before.length - m[0].length + m[1]!.length, kind: m[2] as '@' | '#' | ':', query: m[4]!.toLowerCase() };
+  if (m[2] === ':' && m[3]!.length < 2) return null;
+  return { start: before.length - m[0].length + m[1]!.length, kind: m[2] as '@' | '#' | ':', query: m[3]!.toLowerCase(), silent: m[0].includes(`${m[2]}_`) };
 }
 
 export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(function Compose({ s, view }, ref) {
@@ -210,7 +210,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
   };
 
   const token = activeToken(content, caret);
-  const suggestions: Suggestion[] = token ? suggest(token, s, streamId) : [];
+  const suggestions: Suggestion[] = token ? suggest(token, s, mode === 'stream' ? streamId : null) : [];
 
   const accept = (sug: Suggestion) => {
     if (!token) return;
@@ -314,7 +314,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
           )}
         </div>
         {preview !== null ? (
-          <div class="rendered-markdown preview" aria-label="Preview" dangerouslySetInnerHTML={{ __html: preview }} />
+          <div class="rendered-markdown preview" aria-label="Preview" dangerouslySetInnerHTML={{ __html: withEmojiGlyphs(preview) }} />
         ) : (
           <textarea
             ref={textarea}
@@ -410,13 +410,34 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
   );
 });
 
-function suggest(token: { kind: '@' | '#' | ':'; query: string }, s: State, streamId: number | null): Suggestion[] {
+/** Zulip's wildcard mentions: everyone in the channel (or the conversation), or the topic's participants. */
+const CHANNEL_WILDCARDS = [
+  { name: 'all', what: 'Notify channel' },
+  { name: 'everyone', what: 'Notify channel' },
+  { name: 'channel', what: 'Notify channel' },
+  { name: 'topic', what: 'Notify topic' },
+];
+const DM_WILDCARDS = [
+  { name: 'all', what: 'Notify recipients' },
+  { name: 'everyone', what: 'Notify recipients' },
+];
+
+/** `streamId` is the channel being written to, null for a direct message. */
+function suggest(token: { kind: '@' | '#' | ':'; query: string; silent: boolean }, s: State, streamId: number | null): Suggestion[] {
   const q = token.query;
   if (token.kind === '@') {
-    return [...s.users.values()]
+    const at = token.silent ? '@_' : '@';
+    const users = [...s.users.values()]
       .filter((u) => u.is_active && (u.full_name.toLowerCase().includes(q) || u.email.toLowerCase().startsWith(q)))
       .slice(0, 8)
-      .map((u) => ({ label: `${u.full_name} (${u.email})`, insert: `@**${u.full_name}|${u.user_id}** ` }));
+      .map((u) => ({ label: `${u.full_name} (${u.email})`, insert: `${at}**${u.full_name}|${u.user_id}** ` }));
+    const groups = [...s.userGroups.values()]
+      .filter((g) => !g.is_system_group && !g.deactivated && g.name.toLowerCase().includes(q))
+      .slice(0, 4)
+      .map((g) => ({ label: `${g.name} (group)`, insert: `${at}*${g.name}* ` }));
+    // Silent wildcards notify no one, so Zulip does not offer them.
+    const wildcards = token.silent ? [] : (streamId !== null ? CHANNEL_WILDCARDS : DM_WILDCARDS).filter((w) => w.name.startsWith(q)).map((w) => ({ label: `${w.name} (${w.what})`, insert: `@**${w.name}** ` }));
+    return [...wildcards, ...groups, ...users].slice(0, 10);
   }
   if (token.kind === '#') {
     const [chan, topicQ] = q.split('>');
