@@ -1,4 +1,4 @@
-import { forwardRef } from 'preact/compat';
+import { forwardRef, memo } from 'preact/compat';
 import { useEffect, useImperativeHandle, useRef, useState } from 'preact/hooks';
 import { ApiError, NetworkError, upload } from '../api/client';
 import type { Draft, Message } from '../api/types';
@@ -7,7 +7,7 @@ import { narrowChannel, narrowDm, type View } from '../state/narrow';
 import type { State } from '../state/store';
 import { resolver } from './App';
 import { dmIdsOf, emojiGlyph, withEmojiGlyphs } from './format';
-import { knownEmoji } from '../api/emoji';
+import { knownEmoji, unicodeEmoji, unicodeLoaded } from '../api/emoji';
 import { SuggestInput } from './SuggestInput';
 
 export interface ComposeHandle {
@@ -35,7 +35,22 @@ function activeToken(text: string, caret: number): { start: number; kind: '@' | 
   return { start: before.length - m[0].length + m[1]!.length, kind: m[2] as '@' | '#' | ':', query: m[3]!.toLowerCase(), silent: m[0].includes(`${m[2]}_`) };
 }
 
-export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(function Compose({ s, view }, ref) {
+/**
+ * The parts of the state compose shows, by identity (the maps are replaced when they change),
+ * so that a frame of incoming messages does not re-render compose while someone types.
+ */
+interface ComposeProps {
+  s: State;
+  view: View;
+  subs: State['subs'];
+  users: State['users'];
+  settings: State['settings'];
+  groups: State['userGroups'];
+}
+
+const sameProps = (a: ComposeProps, b: ComposeProps) => a.view === b.view && a.subs === b.subs && a.users === b.users && a.settings === b.settings && a.groups === b.groups;
+
+export const Compose = memo(forwardRef<ComposeHandle, ComposeProps>(function Compose({ s, view }, ref) {
   const [mode, setMode] = useState<Mode>('stream');
   const [streamId, setStreamId] = useState<number | null>(null);
   const [topic, setTopic] = useState('');
@@ -44,6 +59,9 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
   const [error, setError] = useState<string | null>(null);
   const [preview, setPreview] = useState<string | null>(null);
   const [uploads, setUploads] = useState<{ name: string; progress: number }[]>([]);
+  // Suggestions whose data arrives later (a channel's topics, the emoji names) show when it does.
+  const [, setArrived] = useState(0);
+  const refresh = () => setArrived((n) => n + 1);
   const [caret, setCaret] = useState(0);
   const [choice, setChoice] = useState(0);
   const textarea = useRef<HTMLTextAreaElement>(null);
@@ -210,7 +228,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
   };
 
   const token = activeToken(content, caret);
-  const suggestions: Suggestion[] = token ? suggest(token, s, mode === 'stream' ? streamId : null) : [];
+  const suggestions: Suggestion[] = token ? suggest(token, s, mode === 'stream' ? streamId : null, refresh) : [];
 
   const accept = (sug: Suggestion) => {
     if (!token) return;
@@ -221,7 +239,8 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
     setTimeout(() => textarea.current?.setSelectionRange(pos, pos));
   };
 
-  const topics = streamId !== null ? (s.topics.get(streamId) ?? []) : [];
+  // Read when suggesting, not when rendering: compose does not re-render as topics arrive.
+  const topics = () => (streamId !== null ? (s.topics.get(streamId) ?? []) : []);
   const subs = [...s.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
 
   return (
@@ -286,7 +305,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
                 maxLength={60}
                 value={topic}
                 onInput={setTopic}
-                suggestions={(v) => topics.map((t) => t.name).filter((n) => n && n.toLowerCase().includes(v.toLowerCase()) && n !== v)}
+                suggestions={(v) => topics().map((t) => t.name).filter((n) => n && n.toLowerCase().includes(v.toLowerCase()) && n !== v)}
               />
             </>
           ) : (
@@ -408,7 +427,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
       </form>
     </section>
   );
-});
+}), sameProps);
 
 /** Zulip's wildcard mentions: everyone in the channel (or the conversation), or the topic's participants. */
 const CHANNEL_WILDCARDS = [
@@ -423,7 +442,7 @@ const DM_WILDCARDS = [
 ];
 
 /** `streamId` is the channel being written to, null for a direct message. */
-function suggest(token: { kind: '@' | '#' | ':'; query: string; silent: boolean }, s: State, streamId: number | null): Suggestion[] {
+function suggest(token: { kind: '@' | '#' | ':'; query: string; silent: boolean }, s: State, streamId: number | null, refresh: () => void): Suggestion[] {
   const q = token.query;
   if (token.kind === '@') {
     const at = token.silent ? '@_' : '@';
@@ -445,7 +464,7 @@ function suggest(token: { kind: '@' | '#' | ':'; query: string; silent: boolean 
     if (topicQ !== undefined) {
       const sub = subs.find((x) => x.name.toLowerCase() === chan);
       if (!sub) return [];
-      if (!s.topics.has(sub.stream_id)) void fetchTopics(sub.stream_id);
+      if (!s.topics.has(sub.stream_id)) void fetchTopics(sub.stream_id).then(() => s.topics.has(sub.stream_id) && refresh());
       return (s.topics.get(sub.stream_id) ?? [])
         .filter((t) => t.name.toLowerCase().includes(topicQ))
         .slice(0, 8)
@@ -457,6 +476,7 @@ function suggest(token: { kind: '@' | '#' | ':'; query: string; silent: boolean 
       .slice(0, 8)
       .map((x) => ({ label: `#${x.name}`, insert: `#**${x.name}** ` }));
   }
+  if (!unicodeLoaded()) void unicodeEmoji().then((list) => list.length > 0 && refresh());
   return knownEmoji()
     .filter((e) => e.name.includes(q))
     .sort((a, b) => Number(!a.name.startsWith(q)) - Number(!b.name.startsWith(q)))

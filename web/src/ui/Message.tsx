@@ -293,9 +293,11 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
                   View edit history
                 </button>
               )}
-              <button role="menuitem" onClick={() => { setMenu(false); run(async () => setDialog({ kind: 'receipts', ids: await readReceipts(m.id) })); }}>
-                View read receipts
-              </button>
+              {s.realm.enable_read_receipts && (
+                <button role="menuitem" onClick={() => { setMenu(false); run(async () => setDialog({ kind: 'receipts', ids: await readReceipts(m.id) })); }}>
+                  View read receipts
+                </button>
+              )}
               {mine && (
                 <button
                   role="menuitem"
