@@ -102,7 +102,8 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
     if (topItem && top > 0) {
       const m = s.messages.get(l.ids[topItem.index]!);
       const prev = topItem.index > 0 ? s.messages.get(l.ids[topItem.index - 1]!) : undefined;
-      const ownBarShown = topItem.start >= top - 2 && (!prev || !m || recipientKey(prev) !== recipientKey(m));
+      // A row's own bar (about 40 px with its margin) still partly in view: no second bar over it.
+      const ownBarShown = topItem.start >= top - 40 && (!prev || !m || recipientKey(prev) !== recipientKey(m));
       if (m && !ownBarShown) stickyId = m.id;
     }
     setSticky(stickyId);
