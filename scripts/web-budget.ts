@@ -40,9 +40,9 @@ const browser = await launch();
  * on a machine other work shares, a task's wall time includes the time it waited for a core,
  * its CPU time does not.
  */
-async function longestTaskCpu(context: BrowserContext, page: Page, during: () => Promise<void>): Promise<{ cpuMs: number; over50: number }> {
+async function longestTaskCpu(context: BrowserContext, page: Page, during: () => Promise<void>): Promise<{ cpuMs: number; over50: number; inside: string }> {
   const cdp = await context.newCDPSession(page);
-  const events: { name: string; ph: string; pid: number; tid: number; tdur?: number; args?: { name?: string } }[] = [];
+  const events: { name: string; ph: string; pid: number; tid: number; ts: number; dur?: number; tdur?: number; args?: { name?: string; data?: { url?: string; functionName?: string } } }[] = [];
   cdp.on('Tracing.dataCollected', (d) => void events.push(...(d.value as unknown as typeof events)));
   await cdp.send('Tracing.start', { categories: 'disabled-by-default-devtools.timeline,devtools.timeline,toplevel', transferMode: 'ReportEvents' });
   await during();
@@ -51,8 +51,20 @@ async function longestTaskCpu(context: BrowserContext, page: Page, during: () =>
   await complete;
   await cdp.detach();
   const mains = new Set(events.filter((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain').map((e) => `${e.pid}:${e.tid}`));
-  const tasks = events.filter((e) => e.name === 'RunTask' && e.ph === 'X' && e.tdur !== undefined && mains.has(`${e.pid}:${e.tid}`)).map((e) => e.tdur! / 1000);
-  return { cpuMs: Math.max(0, ...tasks), over50: tasks.filter((ms) => ms > 50).length };
+  const main = events.filter((e) => mains.has(`${e.pid}:${e.tid}`));
+  const tasks = main.filter((e) => e.name === 'RunTask' && e.ph === 'X' && e.tdur !== undefined);
+  const longest = tasks.reduce<(typeof tasks)[number] | null>((a, e) => (!a || e.tdur! > a.tdur! ? e : a), null);
+  // What the longest task did: its direct kinds of work (script, style, layout, GC…) by wall time.
+  const kinds = new Map<string, number>();
+  if (longest) {
+    for (const e of main) {
+      if (e === longest || e.ph !== 'X' || e.dur === undefined || e.ts < longest.ts || e.ts + e.dur > longest.ts + longest.dur!) continue;
+      if (['RunTask', 'ThreadControllerImpl::RunTask'].includes(e.name)) continue;
+      kinds.set(e.name, Math.max(kinds.get(e.name) ?? 0, e.dur / 1000));
+    }
+  }
+  const inside = [...kinds].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([k, ms]) => `${k} ${ms.toFixed(0)} ms`).join(', ');
+  return { cpuMs: (longest?.tdur ?? 0) / 1000, over50: tasks.filter((e) => e.tdur! > 50000).length, inside };
 }
 
 try {
@@ -209,6 +221,8 @@ try {
   console.log(`| the same, CPU time | ${Math.round(typingCpu.cpuMs)} ms (${typingCpu.over50} tasks over 50 ms) | 50 ms |`);
   console.log(`| Longest main-thread task scrolling up through ${LONG.toLocaleString('en')} messages (${reachedFirst ? 'reached the first' : 'did not reach the first'} in ${(scrollMs / 1000).toFixed(1)} s) | ${Math.round(scrolled.longest)} ms (${scrolled.longTasks} tasks over 50 ms) | 50 ms |`);
   console.log(`| the same, CPU time | ${Math.round(scrollCpu.cpuMs)} ms (${scrollCpu.over50} tasks over 50 ms) | 50 ms |`);
+  console.log(`  longest task typing, inside (longest of each kind, wall): ${typingCpu.inside}`);
+  console.log(`  longest task scrolling, inside: ${scrollCpu.inside}`);
   for (const [url, gz] of initial) console.log(`  ${url}: ${(gz / 1024).toFixed(1)} KB`);
   console.log(`  last returning visit: ${phases.join(', ')}`);
 } finally {
