@@ -27,6 +27,8 @@ export function unicodeEmoji(): Promise<EmojiEntry[]> {
   return loading;
 }
 
+export const unicodeLoaded = (): boolean => unicode !== null;
+
 /** What is known now (the custom emoji, and the Unicode ones once fetched); starts the fetch. */
 export function knownEmoji(): EmojiEntry[] {
   if (!unicode) void unicodeEmoji();

@@ -15,8 +15,9 @@ export function setApplyHooks(h: typeof hooks): void {
 
 function replaceMessage(state: State, id: number, change: (m: Message) => Message): void {
   const m = state.messages.get(id);
-  if (m) state.messages.set(id, change(m));
-  if (state.list?.ids.includes(id)) state.list.version++;
+  if (!m) return;
+  state.messages.set(id, change(m));
+  if (state.list) state.list.version++;
 }
 
 function typingConversation(e: ServerEvent, myId: number): string {
@@ -65,7 +66,7 @@ export function applyEvent(state: State, e: ServerEvent): void {
         replaceMessage(state, id, (m) => ({
           ...m,
           ...(id === e.message_id && e.rendered_content !== undefined ? { content: e.rendered_content, match_content: undefined, last_edit_timestamp: e.edit_timestamp } : {}),
-          ...(e.subject !== undefined ? { subject: e.subject } : {}),
+          ...(e.subject !== undefined ? { subject: e.subject, match_subject: undefined } : {}),
           ...(e.new_stream_id !== undefined ? { stream_id: e.new_stream_id } : {}),
           ...(moved ? { last_moved_timestamp: e.edit_timestamp } : {}),
         }));
@@ -119,6 +120,8 @@ export function applyEvent(state: State, e: ServerEvent): void {
       return;
     }
     case 'subscription': {
+      // A new map on every change: compose and the channel list re-render only when it changed.
+      state.subs = new Map(state.subs);
       if (e.op === 'add') for (const s of e.subscriptions) {
         state.subs.set(s.stream_id, s);
         state.channelNames.set(s.stream_id, s.name);
@@ -131,6 +134,7 @@ export function applyEvent(state: State, e: ServerEvent): void {
       return;
     }
     case 'stream': {
+      state.subs = new Map(state.subs);
       if (e.op === 'update') {
         const s = state.subs.get(e.stream_id);
         if (s) state.subs.set(e.stream_id, { ...s, [e.property]: e.value });
@@ -176,10 +180,20 @@ export function applyEvent(state: State, e: ServerEvent): void {
     case 'realm': {
       if (e.op === 'update' && e.property === 'name') state.realm.name = e.value;
       if (e.op === 'update_dict' && e.data?.name) state.realm.name = e.data.name;
+      if (e.op === 'update' && e.property === 'enable_read_receipts') state.realm.enable_read_receipts = !!e.value;
+      if (e.op === 'update_dict' && e.data?.enable_read_receipts !== undefined) state.realm.enable_read_receipts = !!e.data.enable_read_receipts;
       return;
     }
     case 'realm_emoji': {
       if (e.op === 'update') state.realmEmoji = new Map(Object.entries(e.realm_emoji ?? {}));
+      return;
+    }
+    case 'user_group': {
+      state.userGroups = new Map(state.userGroups);
+      const g = e.op === 'update' ? state.userGroups.get(e.group_id) : undefined;
+      if (e.op === 'add') state.userGroups.set(e.group.id, e.group);
+      else if (g) state.userGroups.set(g.id, { ...g, ...e.data });
+      else if (e.op === 'remove') state.userGroups.delete(e.group_id);
       return;
     }
     case 'user_settings': {

@@ -40,6 +40,7 @@ export interface State {
     typing_stopped_wait_period: number;
     typing_started_expiry_period: number;
     max_message_length: number;
+    enable_read_receipts: boolean;
   };
   settings: { enter_sends: boolean; twenty_four_hour_time: boolean; timezone: string };
   users: Map<number, User>;
@@ -58,8 +59,18 @@ export interface State {
   /** Register's server_emoji_data_url (Unicode emoji names) and the organization's custom emoji. */
   emojiDataUrl: string | null;
   realmEmoji: Map<string, { name: string; source_url: string; deactivated: boolean }>;
+  /** The organization's user groups (register's realm_user_groups), for `@*group*` suggestions. */
+  userGroups: Map<number, UserGroup>;
   list: MessageList | null;
   connection: 'connected' | 'offline';
+}
+
+export interface UserGroup {
+  id: number;
+  name: string;
+  description: string;
+  is_system_group: boolean;
+  deactivated?: boolean;
 }
 
 type Listener = () => void;
@@ -141,6 +152,7 @@ export function stateFromRegister(r: Record<string, any>): State {
       typing_stopped_wait_period: r.server_typing_stopped_wait_period_milliseconds ?? 5000,
       typing_started_expiry_period: r.server_typing_started_expiry_period_milliseconds ?? 45000,
       max_message_length: r.max_message_length ?? 10000,
+      enable_read_receipts: !!r.realm_enable_read_receipts,
     },
     settings: {
       enter_sends: us.enter_sends ?? r.enter_sends ?? false,
@@ -160,6 +172,7 @@ export function stateFromRegister(r: Record<string, any>): State {
     recentDms: new Map((r.recent_private_conversations ?? []).map((c: { user_ids: number[]; max_message_id: number }) => [dmKey(c.user_ids), { ids: c.user_ids, maxId: c.max_message_id }])),
     emojiDataUrl: r.server_emoji_data_url ?? null,
     realmEmoji: new Map(Object.entries(r.realm_emoji ?? {})),
+    userGroups: new Map((r.realm_user_groups ?? []).map((g: UserGroup) => [g.id, g])),
     list: null,
     connection: 'connected',
   };
@@ -206,13 +219,17 @@ export function noteDm(state: State, m: Message): void {
 
 /** Inserts ids into a sorted list, keeping it sorted and free of duplicates. */
 export function mergeIds(list: MessageList, ids: number[]): void {
-  const set = new Set(list.ids);
-  let added = false;
-  for (const id of ids) if (!set.has(id)) {
-    set.add(id);
-    added = true;
+  const sorted = [...new Set(ids)].sort((a, b) => a - b);
+  if (sorted.length === 0) return;
+  const last = list.ids.at(-1);
+  // Messages arriving after the last one (the common case, many a second) are appended:
+  // no set or sort of the whole list.
+  if (last === undefined || sorted[0]! > last) list.ids = [...list.ids, ...sorted];
+  else {
+    const known = new Set(list.ids);
+    const fresh = sorted.filter((id) => !known.has(id));
+    if (fresh.length === 0) return;
+    list.ids = [...list.ids, ...fresh].sort((a, b) => a - b);
   }
-  if (!added) return;
-  list.ids = [...set].sort((a, b) => a - b);
   list.version++;
 }

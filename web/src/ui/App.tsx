@@ -137,7 +137,7 @@ export function App({ registration }: { registration: Promise<Record<string, any
         {cur.kind === 'recent' && <Recent s={s} />}
         {cur.kind === 'drafts' && <Drafts s={s} compose={compose} />}
         {cur.kind === 'narrow' && <Feed s={s} compose={compose} />}
-        <Compose ref={compose} s={s} view={cur} />
+        <Compose ref={compose} s={s} view={cur} subs={s.subs} users={s.users} settings={s.settings} groups={s.userGroups} />
       </main>
       <RightSidebar s={s} users={s.users} presence={s.presence} />
       {(leftOpen || rightOpen) && <div class="scrim" onClick={() => { setLeftOpen(false); setRightOpen(false); }} />}

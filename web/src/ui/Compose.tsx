@@ -1,4 +1,4 @@
-import { forwardRef } from 'preact/compat';
+import { forwardRef, memo } from 'preact/compat';
 import { useEffect, useImperativeHandle, useRef, useState } from 'preact/hooks';
 import { ApiError, NetworkError, upload } from '../api/client';
 import type { Draft, Message } from '../api/types';
@@ -6,8 +6,8 @@ import { fetchTopics, renderPreview, saveDraft, sendMessage, sendTyping, type De
 import { narrowChannel, narrowDm, type View } from '../state/narrow';
 import type { State } from '../state/store';
 import { resolver } from './App';
-import { dmIdsOf, emojiGlyph } from './format';
-import { knownEmoji } from '../api/emoji';
+import { dmIdsOf, emojiGlyph, withEmojiGlyphs } from './format';
+import { knownEmoji, unicodeEmoji, unicodeLoaded } from '../api/emoji';
 import { SuggestInput } from './SuggestInput';
 
 export interface ComposeHandle {
@@ -27,15 +27,30 @@ interface Suggestion {
 }
 
 /** The word being typed before the caret, when it starts a mention, channel link or emoji. */
-function activeToken(text: string, caret: number): { start: number; kind: '@' | '#' | ':'; query: string } | null {
+function activeToken(text: string, caret: number): { start: number; kind: '@' | '#' | ':'; query: string; silent: boolean } | null {
   const before = text.slice(0, caret);
-  const m = /(^|\s)([@#:])(\*{0,2})([^\s@#:*]*(?: [^\s@#:*]*)?)$/.exec(before);
+  const m = /(^|\s)([@#:])(?:_?\*{0,2})([^\s@#:*]*(?: [^\s@#:*]*)?)$/.exec(before);
   if (!m) return null;
-  if (m[2] === ':' && m[4]!.length < 2) return null;
-  return { start: before.length - m[0].length + m[1]!.length, kind: m[2] as '@' | '#' | ':', query: m[4]!.toLowerCase() };
+  if (m[2] === ':' && m[3]!.length < 2) return null;
+  return { start: before.length - m[0].length + m[1]!.length, kind: m[2] as '@' | '#' | ':', query: m[3]!.toLowerCase(), silent: m[0].includes(`${m[2]}_`) };
 }
 
-export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(function Compose({ s, view }, ref) {
+/**
+ * The parts of the state compose shows, by identity (the maps are replaced when they change),
+ * so that a frame of incoming messages does not re-render compose while someone types.
+ */
+interface ComposeProps {
+  s: State;
+  view: View;
+  subs: State['subs'];
+  users: State['users'];
+  settings: State['settings'];
+  groups: State['userGroups'];
+}
+
+const sameProps = (a: ComposeProps, b: ComposeProps) => a.view === b.view && a.subs === b.subs && a.users === b.users && a.settings === b.settings && a.groups === b.groups;
+
+export const Compose = memo(forwardRef<ComposeHandle, ComposeProps>(function Compose({ s, view }, ref) {
   const [mode, setMode] = useState<Mode>('stream');
   const [streamId, setStreamId] = useState<number | null>(null);
   const [topic, setTopic] = useState('');
@@ -44,6 +59,9 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
   const [error, setError] = useState<string | null>(null);
   const [preview, setPreview] = useState<string | null>(null);
   const [uploads, setUploads] = useState<{ name: string; progress: number }[]>([]);
+  // Suggestions whose data arrives later (a channel's topics, the emoji names) show when it does.
+  const [, setArrived] = useState(0);
+  const refresh = () => setArrived((n) => n + 1);
   const [caret, setCaret] = useState(0);
   const [choice, setChoice] = useState(0);
   const textarea = useRef<HTMLTextAreaElement>(null);
@@ -210,7 +228,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
   };
 
   const token = activeToken(content, caret);
-  const suggestions: Suggestion[] = token ? suggest(token, s, streamId) : [];
+  const suggestions: Suggestion[] = token ? suggest(token, s, mode === 'stream' ? streamId : null, refresh) : [];
 
   const accept = (sug: Suggestion) => {
     if (!token) return;
@@ -221,7 +239,8 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
     setTimeout(() => textarea.current?.setSelectionRange(pos, pos));
   };
 
-  const topics = streamId !== null ? (s.topics.get(streamId) ?? []) : [];
+  // Read when suggesting, not when rendering: compose does not re-render as topics arrive.
+  const topics = () => (streamId !== null ? (s.topics.get(streamId) ?? []) : []);
   const subs = [...s.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
 
   return (
@@ -286,7 +305,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
                 maxLength={60}
                 value={topic}
                 onInput={setTopic}
-                suggestions={(v) => topics.map((t) => t.name).filter((n) => n && n.toLowerCase().includes(v.toLowerCase()) && n !== v)}
+                suggestions={(v) => topics().map((t) => t.name).filter((n) => n && n.toLowerCase().includes(v.toLowerCase()) && n !== v)}
               />
             </>
           ) : (
@@ -314,7 +333,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
           )}
         </div>
         {preview !== null ? (
-          <div class="rendered-markdown preview" aria-label="Preview" dangerouslySetInnerHTML={{ __html: preview }} />
+          <div class="rendered-markdown preview" aria-label="Preview" dangerouslySetInnerHTML={{ __html: withEmojiGlyphs(preview) }} />
         ) : (
           <textarea
             ref={textarea}
@@ -408,15 +427,36 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
       </form>
     </section>
   );
-});
+}), sameProps);
 
-function suggest(token: { kind: '@' | '#' | ':'; query: string }, s: State, streamId: number | null): Suggestion[] {
+/** Zulip's wildcard mentions: everyone in the channel (or the conversation), or the topic's participants. */
+const CHANNEL_WILDCARDS = [
+  { name: 'all', what: 'Notify channel' },
+  { name: 'everyone', what: 'Notify channel' },
+  { name: 'channel', what: 'Notify channel' },
+  { name: 'topic', what: 'Notify topic' },
+];
+const DM_WILDCARDS = [
+  { name: 'all', what: 'Notify recipients' },
+  { name: 'everyone', what: 'Notify recipients' },
+];
+
+/** `streamId` is the channel being written to, null for a direct message. */
+function suggest(token: { kind: '@' | '#' | ':'; query: string; silent: boolean }, s: State, streamId: number | null, refresh: () => void): Suggestion[] {
   const q = token.query;
   if (token.kind === '@') {
-    return [...s.users.values()]
+    const at = token.silent ? '@_' : '@';
+    const users = [...s.users.values()]
       .filter((u) => u.is_active && (u.full_name.toLowerCase().includes(q) || u.email.toLowerCase().startsWith(q)))
       .slice(0, 8)
-      .map((u) => ({ label: `${u.full_name} (${u.email})`, insert: `@**${u.full_name}|${u.user_id}** ` }));
+      .map((u) => ({ label: `${u.full_name} (${u.email})`, insert: `${at}**${u.full_name}|${u.user_id}** ` }));
+    const groups = [...s.userGroups.values()]
+      .filter((g) => !g.is_system_group && !g.deactivated && g.name.toLowerCase().includes(q))
+      .slice(0, 4)
+      .map((g) => ({ label: `${g.name} (group)`, insert: `${at}*${g.name}* ` }));
+    // Silent wildcards notify no one, so Zulip does not offer them.
+    const wildcards = token.silent ? [] : (streamId !== null ? CHANNEL_WILDCARDS : DM_WILDCARDS).filter((w) => w.name.startsWith(q)).map((w) => ({ label: `${w.name} (${w.what})`, insert: `@**${w.name}** ` }));
+    return [...wildcards, ...groups, ...users].slice(0, 10);
   }
   if (token.kind === '#') {
     const [chan, topicQ] = q.split('>');
@@ -424,7 +464,7 @@ function suggest(token: { kind: '@' | '#' | ':'; query: string }, s: State, stre
     if (topicQ !== undefined) {
       const sub = subs.find((x) => x.name.toLowerCase() === chan);
       if (!sub) return [];
-      if (!s.topics.has(sub.stream_id)) void fetchTopics(sub.stream_id);
+      if (!s.topics.has(sub.stream_id)) void fetchTopics(sub.stream_id).then(() => s.topics.has(sub.stream_id) && refresh());
       return (s.topics.get(sub.stream_id) ?? [])
         .filter((t) => t.name.toLowerCase().includes(topicQ))
         .slice(0, 8)
@@ -436,6 +476,7 @@ function suggest(token: { kind: '@' | '#' | ':'; query: string }, s: State, stre
       .slice(0, 8)
       .map((x) => ({ label: `#${x.name}`, insert: `#**${x.name}** ` }));
   }
+  if (!unicodeLoaded()) void unicodeEmoji().then((list) => list.length > 0 && refresh());
   return knownEmoji()
     .filter((e) => e.name.includes(q))
     .sort((a, b) => Number(!a.name.startsWith(q)) - Number(!b.name.startsWith(q)))

@@ -26,6 +26,8 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
     getItemKey: (i) => ids[i]!,
   });
   const [selected, setSelected] = useState<number | null>(null);
+  // The message at the top of the view whose recipient bar has scrolled away: its bar stays on top.
+  const [sticky, setSticky] = useState<number | null>(null);
 
   // Opening a narrow: scroll to its anchor (the first unread message) once it has loaded.
   const placed = useRef<unknown>(null);
@@ -95,6 +97,16 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
       }
     }
     feedPosition.anchorId = first;
+    const topItem = vis.find((it) => it.end > top);
+    let stickyId: number | null = null;
+    if (topItem && top > 0) {
+      const m = s.messages.get(l.ids[topItem.index]!);
+      const prev = topItem.index > 0 ? s.messages.get(l.ids[topItem.index - 1]!) : undefined;
+      // A row's own bar (about 40 px with its margin) still partly in view: no second bar over it.
+      const ownBarShown = topItem.start >= top - 40 && (!prev || !m || recipientKey(prev) !== recipientKey(m));
+      if (m && !ownBarShown) stickyId = m.id;
+    }
+    setSticky(stickyId);
     if (placed.current === l) noteSeen(seen);
     if (vis.length && vis[0]!.index < 5 && !l.foundOldest && !l.loadingOlder && placed.current === l) {
       const firstVisible = vis.find((it) => it.end > top) ?? vis[0]!;
@@ -120,11 +132,17 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
   const dm = narrowDm(terms);
   const title = channel !== undefined ? `#${s.channelNames.get(channel) ?? 'channel'}${topic !== undefined ? ` › ${topicDisplay(topic, s)}` : ''}` : dm ? `Direct messages with ${dmNames(dm, s)}` : viewTitle(terms);
   const typing = typingNames(s, channel, topic, dm);
+  const stickyMessage = sticky !== null && list.ids.includes(sticky) ? s.messages.get(sticky) : undefined;
 
   return (
     <section class="feed" aria-label={title}>
       <h1 class="feed-title">{title}</h1>
       <div class="feed-scroll" ref={scroller} onScroll={onScroll} tabIndex={-1}>
+        {stickyMessage && (
+          <div class="sticky-bar" role="group" aria-label="Current conversation">
+            <RecipientBar m={stickyMessage} s={s} showDate />
+          </div>
+        )}
         {list.error && (
           <p class="feed-note" role="alert">
             {list.error}
@@ -188,7 +206,8 @@ function RecipientBar({ m, s, showDate }: { m: Message; s: State; showDate: bool
         <a href={viewToHash({ kind: 'narrow', terms: [{ operator: 'channel', operand: m.stream_id! }] }, n)}>#{name}</a>
         <span aria-hidden="true"> › </span>
         <a class={m.subject === '' ? 'empty-topic' : ''} href={viewToHash({ kind: 'narrow', terms: [{ operator: 'channel', operand: m.stream_id! }, { operator: 'topic', operand: m.subject }] }, n)}>
-          {topicDisplay(m.subject, s)}
+          {/* Search results: the server's escaped topic with its matches highlighted. */}
+          {m.match_subject && m.subject !== '' ? <span dangerouslySetInnerHTML={{ __html: m.match_subject }} /> : topicDisplay(m.subject, s)}
         </a>
         {showDate && <span class="bar-date">{formatDate(m.timestamp, s)}</span>}
       </div>

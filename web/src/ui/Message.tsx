@@ -5,7 +5,7 @@ import { deleteMessage, editHistory, editMessage, markUnreadFrom, rawMessage, re
 import { encodeHashComponent, slug } from '../state/narrow';
 import type { State } from '../state/store';
 import type { ComposeHandle } from './Compose';
-import { emojiGlyph, formatFull, formatTime } from './format';
+import { emojiGlyph, formatFull, formatTime, withEmojiGlyphs } from './format';
 import { EmojiPicker } from './EmojiPicker';
 import { Avatar } from './Avatar';
 
@@ -35,8 +35,17 @@ function onContentClick(e: MouseEvent): void {
   }
 }
 
+/** A reaction's emoji: the Unicode glyph, or the custom emoji's image (by its id, the reaction's emoji_code). */
+function ReactionGlyph({ r, s }: { r: { name: string; code: string; type: string }; s: State }) {
+  if (r.type === 'unicode_emoji') return <span aria-hidden="true">{emojiGlyph(r.code)}</span>;
+  const custom = r.type === 'realm_emoji' ? s.realmEmoji.get(r.code) : undefined;
+  if (custom) return <img class="reaction-emoji" src={custom.source_url} alt="" width={16} height={16} />;
+  return <span aria-hidden="true">{`:${r.name}:`}</span>;
+}
+
 export function MessageView({ m, s, grouped, selected, onSelect, compose }: Props) {
-  const [editing, setEditing] = useState<{ content: string; topic: string; propagate: string } | null>(null);
+  // `raw` is the content as written (null when only moving: content cannot change with the channel).
+  const [editing, setEditing] = useState<{ raw: string | null; content: string; topic: string; streamId: number | null; propagate: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [menu, setMenu] = useState(false);
   // Popups are placed on the screen (fixed), below the button or above it when there is more
@@ -65,8 +74,14 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
   const startEdit = () =>
     run(async () => {
       setMenu(false);
-      setEditing({ content: await rawMessage(m.id), topic: m.subject, propagate: 'change_one' });
+      const raw = await rawMessage(m.id);
+      setEditing({ raw, content: raw, topic: m.subject, streamId: m.stream_id ?? null, propagate: 'change_one' });
     });
+
+  const startMove = () => {
+    setMenu(false);
+    setEditing({ raw: null, content: '', topic: m.subject, streamId: m.stream_id ?? null, propagate: 'change_all' });
+  };
 
   const quote = () =>
     run(async () => {
@@ -114,10 +129,14 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
             onSubmit={(e) => {
               e.preventDefault();
               run(async () => {
-                const change: { content?: string; topic?: string; propagate_mode?: string } = { content: editing.content };
-                if (m.type === 'stream' && editing.topic !== m.subject) {
-                  change.topic = editing.topic;
-                  change.propagate_mode = editing.propagate;
+                const change: { content?: string; topic?: string; stream_id?: number; propagate_mode?: string } = {};
+                if (editing.raw !== null && editing.content !== editing.raw) change.content = editing.content;
+                if (m.type === 'stream' && editing.topic !== m.subject) change.topic = editing.topic;
+                if (m.type === 'stream' && editing.streamId !== null && editing.streamId !== m.stream_id) change.stream_id = editing.streamId;
+                if (change.topic !== undefined || change.stream_id !== undefined) change.propagate_mode = editing.propagate;
+                if (Object.keys(change).length === 0) {
+                  setEditing(null);
+                  return;
                 }
                 await editMessage(m.id, change);
                 setEditing(null);
@@ -126,6 +145,17 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
           >
             {m.type === 'stream' && (
               <div class="edit-topic">
+                {editing.raw === null && (
+                  <select aria-label="Move to channel" value={String(editing.streamId)} onChange={(e) => setEditing({ ...editing, streamId: Number((e.target as HTMLSelectElement).value) })}>
+                    {[...s.subs.values()]
+                      .sort((a, b) => a.name.localeCompare(b.name))
+                      .map((x) => (
+                        <option key={x.stream_id} value={String(x.stream_id)}>
+                          #{x.name}
+                        </option>
+                      ))}
+                  </select>
+                )}
                 <input aria-label="Edit topic" value={editing.topic} onInput={(e) => setEditing({ ...editing, topic: (e.target as HTMLInputElement).value })} />
                 <select aria-label="Move" value={editing.propagate} onChange={(e) => setEditing({ ...editing, propagate: (e.target as HTMLSelectElement).value })}>
                   <option value="change_one">Move only this message</option>
@@ -134,7 +164,7 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
                 </select>
               </div>
             )}
-            <textarea aria-label="Edit message" value={editing.content} rows={4} onInput={(e) => setEditing({ ...editing, content: (e.target as HTMLTextAreaElement).value })} />
+            {editing.raw !== null && <textarea aria-label="Edit message" value={editing.content} rows={4} onInput={(e) => setEditing({ ...editing, content: (e.target as HTMLTextAreaElement).value })} />}
             <div class="edit-buttons">
               <button type="submit" class="primary">
                 Save
@@ -146,7 +176,7 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
           </form>
         ) : (
           // Search results carry the server's highlighted copy of the content.
-          <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: m.match_content ?? m.content }} onClick={onContentClick} />
+          <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: withEmojiGlyphs(m.match_content ?? m.content) }} onClick={onContentClick} />
         )}
         <div class="message-meta">
           {grouped && (
@@ -182,7 +212,7 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
                     run(() => toggleReaction(m.id, r.name, r.code, r.type));
                   }}
                 >
-                  <span aria-hidden="true">{r.type === 'unicode_emoji' ? emojiGlyph(r.code) : `:${r.name}:`}</span> <span aria-hidden="true">{r.users.length}</span>
+                  <ReactionGlyph r={r} s={s} /> <span aria-hidden="true">{r.users.length}</span>
                 </button>
               );
             })}
@@ -207,7 +237,7 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
                       {i === 0 ? ' (original)' : ''}
                       {h.prev_topic !== undefined && h.topic !== undefined && ` · topic: ${h.prev_topic} → ${h.topic}`}
                     </div>
-                    {h.rendered_content && <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: h.rendered_content }} />}
+                    {h.rendered_content && <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: withEmojiGlyphs(h.rendered_content) }} />}
                   </li>
                 ))}
               </ol>
@@ -247,6 +277,11 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
                   Edit
                 </button>
               )}
+              {m.type === 'stream' && (
+                <button role="menuitem" onClick={startMove}>
+                  Move message
+                </button>
+              )}
               <button role="menuitem" onClick={() => { setMenu(false); void navigator.clipboard?.writeText(messageLink(m, s)); }}>
                 Copy link to message
               </button>
@@ -258,9 +293,11 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
                   View edit history
                 </button>
               )}
-              <button role="menuitem" onClick={() => { setMenu(false); run(async () => setDialog({ kind: 'receipts', ids: await readReceipts(m.id) })); }}>
-                View read receipts
-              </button>
+              {s.realm.enable_read_receipts && (
+                <button role="menuitem" onClick={() => { setMenu(false); run(async () => setDialog({ kind: 'receipts', ids: await readReceipts(m.id) })); }}>
+                  View read receipts
+                </button>
+              )}
               {mine && (
                 <button
                   role="menuitem"

@@ -3,6 +3,7 @@ import { useEffect } from 'preact/hooks';
 import { fetchTopics, markNarrowRead } from '../state/actions';
 import { narrowChannel, narrowDm, viewToHash, type View } from '../state/narrow';
 import { userTopicKey, VISIBILITY, type Presence, type State } from '../state/store';
+import type { Subscription } from '../api/types';
 import { dmKey } from '../state/unread';
 import { names } from './App';
 import { topicDisplay } from './format';
@@ -21,6 +22,38 @@ function PresenceDot({ p }: { p: Presence | undefined }) {
   const status = p ?? 'offline';
   return <span class={`presence ${status}`} title={status} aria-label={status} role="img" />;
 }
+
+/**
+ * One channel in the list. A row re-renders only when its channel, count or address changed,
+ * or while it is open (its topics show): a busy channel does not re-render the others.
+ */
+const ChannelRow = memo(
+  function ChannelRow({ s, sub, count, hash, open, currentTopic }: { s: State; sub: Subscription; count: number; hash: string; open: boolean; currentTopic: string | undefined }) {
+    return (
+      <li>
+        <a
+          href={hash}
+          class={`channel${open && currentTopic === undefined ? ' active' : ''}${sub.is_muted ? ' muted' : ''}`}
+          aria-label={unreadLabel(sub.name, count)}
+          aria-current={open && currentTopic === undefined ? 'page' : undefined}
+        >
+          <span class="swatch" style={{ background: sub.color }} aria-hidden="true">
+            {sub.invite_only ? '🔒' : '#'}
+          </span>
+          <span class="label">{sub.name}</span>
+          <Count n={count} />
+        </a>
+        {open && count > 0 && currentTopic === undefined && (
+          <button class="link-button channel-read" onClick={() => void markNarrowRead([{ operator: 'channel', operand: sub.stream_id }])}>
+            Mark #{sub.name} as read
+          </button>
+        )}
+        {open && <TopicList s={s} streamId={sub.stream_id} currentTopic={currentTopic} />}
+      </li>
+    );
+  },
+  (a, b) => !a.open && !b.open && a.sub === b.sub && a.count === b.count && a.hash === b.hash,
+);
 
 export function LeftSidebar({ s, view }: { s: State; view: View }) {
   const terms = view.kind === 'narrow' ? view.terms : [];
@@ -70,29 +103,7 @@ export function LeftSidebar({ s, view }: { s: State; view: View }) {
           {subs.map((sub) => {
             const count = sub.is_muted ? 0 : s.unread.streamCount(sub.stream_id);
             const hash = viewToHash({ kind: 'narrow', terms: [{ operator: 'channel', operand: sub.stream_id }] }, n);
-            const open = sub.stream_id === currentChannel;
-            return (
-              <li key={sub.stream_id}>
-                <a
-                  href={hash}
-                  class={`channel${open && currentTopic === undefined ? ' active' : ''}${sub.is_muted ? ' muted' : ''}`}
-                  aria-label={unreadLabel(sub.name, count)}
-                  aria-current={open && currentTopic === undefined ? 'page' : undefined}
-                >
-                  <span class="swatch" style={{ background: sub.color }} aria-hidden="true">
-                    {sub.invite_only ? '🔒' : '#'}
-                  </span>
-                  <span class="label">{sub.name}</span>
-                  <Count n={count} />
-                </a>
-                {open && count > 0 && currentTopic === undefined && (
-                  <button class="link-button channel-read" onClick={() => void markNarrowRead([{ operator: 'channel', operand: sub.stream_id }])}>
-                    Mark #{sub.name} as read
-                  </button>
-                )}
-                {open && <TopicList s={s} streamId={sub.stream_id} currentTopic={currentTopic} />}
-              </li>
-            );
+            return <ChannelRow key={sub.stream_id} s={s} sub={sub} count={count} hash={hash} open={sub.stream_id === currentChannel} currentTopic={currentTopic} />;
           })}
         </ul>
       </nav>

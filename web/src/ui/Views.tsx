@@ -7,13 +7,32 @@ import { names } from './App';
 import type { ComposeHandle } from './Compose';
 import { dmNames, formatFull, topicDisplay } from './format';
 
+/** The box above Inbox and Recent conversations that keeps the rows whose names contain what is typed. */
+function FilterBox({ value, onInput }: { value: string; onInput: (v: string) => void }) {
+  return (
+    <input
+      class="filter-box"
+      type="search"
+      aria-label="Filter conversations"
+      placeholder="Filter conversations"
+      value={value}
+      onInput={(e) => onInput((e.target as HTMLInputElement).value)}
+      onKeyDown={(e) => e.key === 'Escape' && onInput('')}
+    />
+  );
+}
+
+const matches = (label: string, filter: string) => label.toLowerCase().includes(filter.trim().toLowerCase());
+
 /** Inbox: every conversation with unread messages, newest first. Looking here marks nothing read. */
 export function Inbox({ s }: { s: State }) {
   const n = names(s);
+  const [filter, setFilter] = useState('');
   const convs = s.unread.conversations();
   return (
     <section class="list-view" aria-label="Inbox">
       <h1 class="feed-title">Inbox</h1>
+      {convs.length > 0 && <FilterBox value={filter} onInput={setFilter} />}
       {convs.length === 0 ? (
         <p class="feed-note">You have no unread messages.</p>
       ) : (
@@ -31,6 +50,7 @@ export function Inbox({ s }: { s: State }) {
               terms = [{ operator: 'dm', operand: conv.user_ids }];
               label = dmNames(conv.user_ids, s);
             }
+            if (!matches(label, filter)) return null;
             return (
               <li key={viewToHash({ kind: 'narrow', terms }, n)}>
                 <a href={viewToHash({ kind: 'narrow', terms }, n)} aria-label={`${label} ${count} unread`}>
@@ -55,6 +75,7 @@ export function Inbox({ s }: { s: State }) {
 export function Recent({ s }: { s: State }) {
   const [rows, setRows] = useState<{ key: string; terms: Term[]; label: string; last: number; sender: string }[] | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [filter, setFilter] = useState('');
   const n = names(s);
   useEffect(() => {
     api('GET', '/messages', { anchor: 'newest', num_before: 400, num_after: 0, narrow: [], apply_markdown: false })
@@ -85,8 +106,9 @@ export function Recent({ s }: { s: State }) {
       <h1 class="feed-title">Recent conversations</h1>
       {error && <p class="form-error">{error}</p>}
       {!rows && !error && <p class="feed-note">Loading…</p>}
+      {rows && rows.length > 0 && <FilterBox value={filter} onInput={setFilter} />}
       <ul class="plain conversations">
-        {rows?.map((r) => (
+        {rows?.filter((r) => matches(`${r.label} ${r.sender}`, filter)).map((r) => (
           <li key={r.key}>
             <a href={viewToHash({ kind: 'narrow', terms: r.terms }, n)}>
               <span class="label">{r.label}</span>

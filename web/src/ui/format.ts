@@ -41,13 +41,34 @@ export function formatFull(ts: number, s: State): string {
   return `${formatDate(ts, s)}, ${formatTime(ts, s)}`;
 }
 
-/** A Unicode emoji from its code (hex code points joined by `-`), as the server names it. */
+/**
+ * A Unicode emoji from its code (hex code points joined by `-`), as the server names it. A
+ * lone code point that is text by default (❤, ☺) gets VS16 so it shows as the coloured emoji.
+ */
 export function emojiGlyph(code: string): string {
   try {
-    return String.fromCodePoint(...code.split('-').map((h) => Number.parseInt(h, 16)));
+    const points = code.split('-').map((h) => Number.parseInt(h, 16));
+    const glyph = String.fromCodePoint(...points);
+    return points.length === 1 && !/\p{Emoji_Presentation}/u.test(glyph) ? `${glyph}\uFE0F` : glyph;
   } catch {
     return '';
   }
+}
+
+// The server's Unicode emoji: `<span aria-label="smile" class="emoji emoji-1f604" role="img" title="smile">:smile:</span>`
+// (in search results the name inside may carry highlight spans).
+const EMOJI_SPAN = /(<span\b[^>]*\bclass="emoji emoji-([0-9a-f]+(?:-[0-9a-f]+)*)"[^>]*>)(?:[^<]|<span class="highlight">[^<]*<\/span>)*(<\/span>)/g;
+
+/**
+ * Rendered message HTML with each Unicode emoji shown as its glyph instead of its `:name:`
+ * text, keeping the span's title and aria-label (what screen readers say).
+ */
+export function withEmojiGlyphs(html: string): string {
+  if (!html.includes('class="emoji emoji-')) return html;
+  return html.replace(EMOJI_SPAN, (all, open: string, code: string, close: string) => {
+    const glyph = emojiGlyph(code);
+    return glyph ? `${open}${glyph}${close}` : all;
+  });
 }
 
 export function topicDisplay(topic: string, s: State): string {
