@@ -381,6 +381,23 @@ export interface AttachmentTable {
   create_time: number;
 }
 
+/** Zulip's ImageAttachment (migration 0180): an uploaded image and the thumbnails made of it. */
+export interface ImageAttachmentTable {
+  id: Generated<number>;
+  realm_id: number;
+  path_id: string;
+  original_width_px: number;
+  original_height_px: number;
+  frames: number;
+  content_type: string | null;
+  /** JSON list of lib/thumbnail.ts StoredThumbnailFormat. */
+  thumbnail_metadata: string;
+  /** 1 until the thumbnail worker has made every format. */
+  pending: number;
+  /** Unix seconds until which a process works on the row. */
+  claimed_until: number | null;
+}
+
 export interface AttachmentMessageTable {
   attachment_id: number;
   message_id: number;
@@ -513,6 +530,7 @@ export interface DB {
   stored_files: StoredFileTable;
   attachments: AttachmentTable;
   attachment_messages: AttachmentMessageTable;
+  image_attachments: ImageAttachmentTable;
   bot_storage: BotStorageTable;
   bot_services: BotServiceTable;
   submessages: SubmessageTable;
