@@ -398,6 +398,12 @@ export interface ImageAttachmentTable {
   claimed_until: number | null;
 }
 
+/** Zulip's UserProfile.last_reminder for bots (migration 0181): the last notice to the bot's owner. */
+export interface BotOwnerReminderTable {
+  bot_id: number;
+  last_reminder: number;
+}
+
 export interface AttachmentMessageTable {
   attachment_id: number;
   message_id: number;
@@ -531,6 +537,7 @@ export interface DB {
   attachments: AttachmentTable;
   attachment_messages: AttachmentMessageTable;
   image_attachments: ImageAttachmentTable;
+  bot_owner_reminders: BotOwnerReminderTable;
   bot_storage: BotStorageTable;
   bot_services: BotServiceTable;
   submessages: SubmessageTable;
