@@ -16,6 +16,8 @@ export interface Config {
   smtpUrl: string | null;
   emailFrom: string;
   ownerEmail: string | null;
+  /** Who runs this server, named in notices to bot owners (Zulip's ZULIP_ADMINISTRATOR). */
+  supportEmail: string;
   ownerPassword: string | null;
   realmName: string;
   logLevel: string;
@@ -64,6 +66,7 @@ export interface Config {
    * sleeps between looks at the database (rows scheduled through this process wake it on time).
    */
   scheduler: { enabled: boolean; intervalMs: number };
+  thumbnailer: { enabled: boolean; intervalMs: number };
   /**
    * The email gateway (Zulip's email mirror). `domain` is the part after the @ of channel and
    * notification-reply addresses (no domain: GET /streams/{id}/email_address answers "", as Zulip
@@ -103,6 +106,11 @@ function int(v: string | undefined, fallback: number): number {
   return n;
 }
 
+/** The address in "Name <address>" (or the whole value). */
+function addressOf(from: string): string {
+  return /<([^>]*)>/.exec(from)?.[1]?.trim() || from.trim();
+}
+
 export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = process.env): Config {
   const e = { ...readDotEnv(resolve(env.PARLEY_ENV_FILE ?? '.env')), ...env } as Record<string, string | undefined>;
   const dataDir = resolve(e.PARLEY_DATA_DIR ?? 'data');
@@ -118,6 +126,7 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     smtpUrl: e.SMTP_URL || null,
     emailFrom: e.EMAIL_FROM ?? 'Parley <noreply@localhost>',
     ownerEmail: e.PARLEY_OWNER_EMAIL || null,
+    supportEmail: e.PARLEY_SUPPORT_EMAIL || e.PARLEY_OWNER_EMAIL || addressOf(e.EMAIL_FROM ?? 'Parley <noreply@localhost>'),
     ownerPassword: e.PARLEY_OWNER_PASSWORD || null,
     realmName: e.PARLEY_REALM_NAME ?? 'Parley',
     logLevel: e.LOG_LEVEL ?? 'info',
@@ -158,6 +167,10 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     scheduler: {
       enabled: (e.PARLEY_SCHEDULER ?? 'on') !== 'off',
       intervalMs: int(e.PARLEY_SCHEDULER_INTERVAL_MS, 10_000),
+    },
+    thumbnailer: {
+      enabled: (e.PARLEY_THUMBNAILER ?? 'on') !== 'off',
+      intervalMs: int(e.PARLEY_THUMBNAILER_INTERVAL_MS, 10_000),
     },
     emailGateway: {
       domain: e.PARLEY_EMAIL_GATEWAY_DOMAIN?.trim().toLowerCase() || null,

@@ -21,6 +21,8 @@ export interface ActionServices {
   push?: PushSender;
   /** The outgoing-webhook worker of this process (workers/outgoing_webhooks.ts); not in CLI commands. */
   outgoingWebhooks?: { enqueue(job: OutgoingWebhookJob): void };
+  /** The thumbnail worker of this process (workers/thumbnails.ts), when it runs one. */
+  thumbnails?: { wake(): void };
 }
 
 /** One outgoing-webhook delivery: a message that triggered a bot. */

@@ -53,6 +53,8 @@ import { fetchUserTopicsForTopic } from '../db/repos/user_topics.js';
 import type { MessageReceipts } from '../db/receipts.js';
 import { JsonableError, badRequest } from '../errors.js';
 import type { EventRecipient, MessageEventExtra, ZulipEvent } from '../events/bus.js';
+import { fetchImageAttachmentsByPathIds } from '../db/repos/image_attachments.js';
+import { rewriteThumbnailedImage, uploadPreview } from '../lib/thumbnail.js';
 import { accessMessage, accessMessages } from '../lib/access/messages.js';
 import {
   ChannelCaller,
@@ -234,6 +236,9 @@ export interface RenderResult {
   linkifiers: readonly Linkifier[];
 }
 
+/** Zulip's get_user_upload_previews: the uploads a message may show as images. */
+const UPLOAD_PATH_RE = /\/user_uploads\/(\d+\/[/\p{L}\p{N}_.-]+)/gu;
+
 /**
  * Renders a message with the Markdown module, loading only what its content can refer to:
  * the users, groups and channels it names (users the sender may not see and channels the
@@ -243,7 +248,8 @@ export async function renderContent(services: ActionServices, realm: Realm, send
   const db = services.db.kysely;
   const settings = realmSettings(realm);
   const c = mentionCandidates(content);
-  const [byName, byId, groups, channels, linkifiers, alertWords, access, realmEmoji] = await Promise.all([
+  const uploadPathIds = [...content.matchAll(UPLOAD_PATH_RE)].map((m) => m[1]!);
+  const [byName, byId, groups, channels, linkifiers, alertWords, access, realmEmoji, images] = await Promise.all([
     fetchUsersByFullNames(db, realm.id, c.userNames),
     fetchActiveUsersByIds(db, realm.id, c.userIds),
     fetchGroupsByNames(db, realm.id, c.groupNames),
@@ -253,6 +259,7 @@ export async function renderContent(services: ActionServices, realm: Realm, send
     loadUserAccess(db, realm, sender),
     // Custom emoji syntax needs a colon.
     content.includes(':') ? fetchActiveRealmEmojiCached(db, realm.id) : Promise.resolve([]),
+    fetchImageAttachmentsByPathIds(db, realm.id, uploadPathIds),
   ]);
   const users = new Map([...byName, ...byId].filter((u) => access.canAccess(u)).map((u) => [u.id, { id: u.id, fullName: u.full_name, isActive: true }]));
   const caller = new ChannelCaller(db, realm, sender);
@@ -270,10 +277,16 @@ export async function renderContent(services: ActionServices, realm: Realm, send
     defaultCodeBlockLanguage: settings.default_code_block_language || null,
     inlineImagePreview: settings.inline_image_preview,
     alertWords,
+    uploadPreviews: new Map(images.map((i) => [i.path_id, uploadPreview(i)])),
   };
   const r = renderMarkdown(content, ctx);
+  // Zulip's rewrite_thumbnailed_images after rendering: spinners of images already thumbnailed.
+  let html = r.html;
+  for (const [pathId, preview] of ctx.uploadPreviews!) {
+    if (preview.url !== null) html = rewriteThumbnailedImage(html, pathId, { ...preview, url: preview.url }) ?? html;
+  }
   return {
-    html: r.html,
+    html,
     mentionedUserIds: new Set(r.mentionedUserIds),
     mentionedGroupIds: new Set(r.mentionedGroupIds),
     streamWildcard: r.wildcards.stream,

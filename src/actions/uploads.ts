@@ -13,14 +13,17 @@ import {
   unlinkAttachments,
   type AttachmentRow,
 } from '../db/repos/attachments.js';
+import { deleteImageAttachmentByPathId, fetchImageAttachmentByPathId } from '../db/repos/image_attachments.js';
 import { deleteStoredFiles, insertStoredFile } from '../db/repos/stored_files.js';
 import { badRequest } from '../errors.js';
 import { claimableAttachments } from '../lib/access/attachments.js';
 import { formatAttachment } from '../lib/format/attachments.js';
 import { signObject, unsignObject } from '../lib/signing.js';
+import { storedFormatName, storedFormats, thumbnailPath } from '../lib/thumbnail.js';
 import { newUploadPathId, storedPath, uploadContentType } from '../lib/uploads.js';
 import type { UploadedFile } from '../plugins/body.js';
 import type { ActionServices } from '../services.js';
+import { checkUploadedImage, doQueueThumbnails } from './thumbnails.js';
 import { MAX_FILE_UPLOAD_SIZE_MIB } from '../version.js';
 
 type AfterCommit = (cb: () => void) => void;
@@ -55,6 +58,7 @@ export async function doUploadFile(services: ActionServices, realm: Realm, owner
   const pathId = newUploadPathId(realm.id, fileName);
   const contentType = uploadContentType(fileName, file.mimeType);
   const time = now();
+  const image = await checkUploadedImage(contentType, file.data);
   await transaction(services.db, async (tx, afterCommit) => {
     await insertStoredFile(tx, { path: storedPath.upload(pathId), realm_id: realm.id, content_type: contentType, size: file.data.length, data: file.data, date_created: time });
     const row = await insertAttachment(tx, {
@@ -66,6 +70,7 @@ export async function doUploadFile(services: ActionServices, realm: Realm, owner
       content_type: contentType,
       create_time: time,
     });
+    if (image) await doQueueThumbnails(services, tx, afterCommit, realm.id, pathId, contentType, image);
     await notifyAttachment(services, tx, afterCommit, realm, owner.id, 'add', row);
   });
   return { url: `/user_uploads/${pathId}`, filename: fileName };
@@ -137,11 +142,14 @@ export async function checkDeleteAttachment(services: ActionServices, realm: Rea
   return row;
 }
 
-/** Deletes the upload and its bytes; messages keep their (now broken) links, as in Zulip. */
+/** Deletes the upload, its thumbnails and their bytes; messages keep their (now broken) links, as in Zulip. */
 export async function doDeleteAttachment(services: ActionServices, realm: Realm, row: AttachmentRow): Promise<void> {
   await transaction(services.db, async (tx, afterCommit) => {
+    const image = await fetchImageAttachmentByPathId(tx, row.path_id);
+    const thumbnails = image ? storedFormats(image).map((f) => storedPath.upload(thumbnailPath(row.path_id, storedFormatName(f)))) : [];
+    await deleteImageAttachmentByPathId(tx, row.path_id);
     await deleteAttachmentRow(tx, row.id);
-    await deleteStoredFiles(tx, [storedPath.upload(row.path_id)]);
+    await deleteStoredFiles(tx, [storedPath.upload(row.path_id), ...thumbnails]);
     await notifyAttachment(services, tx, afterCommit, realm, row.owner_id, 'remove', row);
   });
 }

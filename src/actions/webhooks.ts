@@ -2,6 +2,9 @@ import type { Realm, User } from '../db/tables.js';
 import type { ActionServices } from '../services.js';
 import { missingParam } from '../errors.js';
 import { fetchUserById } from '../db/repos/users.js';
+import { claimBotOwnerReminder } from '../db/repos/bots.js';
+import { now } from '../db/index.js';
+import { fetchSystemBot } from '../lib/system_bots.js';
 import { checkSendMessage, doSendMessage } from './messages.js';
 import type { WebhookMessage } from '../integrations/types.js';
 
@@ -78,5 +81,45 @@ export async function checkSendWebhookMessage(
     if (e instanceof Error && 'code' in e && e.code === 'STREAM_DOES_NOT_EXIST') return;
     throw e;
   }
+  await doSendMessage(services, prepared);
+}
+
+/** Zulip's UserProfile.BOT_OWNER_STREAM_ALERT_WAITPERIOD (one minute). */
+const BOT_OWNER_ALERT_WAIT_SECONDS = 60;
+
+/** Zulip's INVALID_JSON_MESSAGE (zerver/lib/webhooks/common.py). */
+export function invalidJsonNotice(webhookName: string): string {
+  return (
+    `Hi there! It looks like you tried to set up the Zulip ${webhookName} integration,\n` +
+    "but didn't correctly configure the webhook to send data in the JSON format\n" +
+    'that this integration expects!'
+  );
+}
+
+/** Zulip's MISSING_EVENT_HEADER_MESSAGE. */
+export function missingEventHeaderNotice(botName: string, requestPath: string, header: string, integrationName: string, supportEmail: string): string {
+  return (
+    `Hi there!  Your bot ${botName} just sent an HTTP request to ${requestPath} that\n` +
+    `is missing the HTTP ${header} header.  Because this header is how\n` +
+    `${integrationName} indicates the event type, this usually indicates a configuration\n` +
+    "issue, where you either entered the URL for a different integration, or are running\n" +
+    "an older version of the third-party service that doesn't provide that header.\n" +
+    `Contact ${supportEmail} if you need help debugging!`
+  );
+}
+
+/**
+ * Zulip's send_rate_limited_pm_notification_to_bot_owner: a direct message from Notification
+ * Bot to the owner of the bot that made a bad request, at most once a minute per bot. Nothing
+ * for accounts that are not bots with an owner.
+ */
+export async function doNotifyBotOwnerRateLimited(services: ActionServices, realm: Realm, bot: User, content: string): Promise<void> {
+  if (!bot.is_bot || bot.bot_owner_id === null || realm.deactivated) return;
+  const db = services.db.kysely;
+  const owner = await fetchUserById(db, realm.id, bot.bot_owner_id);
+  if (!owner || !owner.is_active) return;
+  if (!(await claimBotOwnerReminder(db, bot.id, now(), BOT_OWNER_ALERT_WAIT_SECONDS))) return;
+  const notificationBot = await fetchSystemBot(db, services.config, realm, 'notification');
+  const prepared = await checkSendMessage(services, realm, notificationBot, { type: 'private', to: JSON.stringify([owner.id]), topic: undefined, content, client: 'Internal' });
   await doSendMessage(services, prepared);
 }

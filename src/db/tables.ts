@@ -381,6 +381,29 @@ export interface AttachmentTable {
   create_time: number;
 }
 
+/** Zulip's ImageAttachment (migration 0180): an uploaded image and the thumbnails made of it. */
+export interface ImageAttachmentTable {
+  id: Generated<number>;
+  realm_id: number;
+  path_id: string;
+  original_width_px: number;
+  original_height_px: number;
+  frames: number;
+  content_type: string | null;
+  /** JSON list of lib/thumbnail.ts StoredThumbnailFormat. */
+  thumbnail_metadata: string;
+  /** 1 until the thumbnail worker has made every format. */
+  pending: number;
+  /** Unix seconds until which a process works on the row. */
+  claimed_until: number | null;
+}
+
+/** Zulip's UserProfile.last_reminder for bots (migration 0181): the last notice to the bot's owner. */
+export interface BotOwnerReminderTable {
+  bot_id: number;
+  last_reminder: number;
+}
+
 export interface AttachmentMessageTable {
   attachment_id: number;
   message_id: number;
@@ -513,6 +536,8 @@ export interface DB {
   stored_files: StoredFileTable;
   attachments: AttachmentTable;
   attachment_messages: AttachmentMessageTable;
+  image_attachments: ImageAttachmentTable;
+  bot_owner_reminders: BotOwnerReminderTable;
   bot_storage: BotStorageTable;
   bot_services: BotServiceTable;
   submessages: SubmessageTable;

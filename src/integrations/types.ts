@@ -48,6 +48,8 @@ export interface Integration {
    * unquote_url_parameters).
    */
   unquoteUrlParameters?: boolean;
+  /** False where Zulip's webhook_view has notify_bot_owner_on_invalid_json=False (Slack, Zapier). */
+  notifyBotOwnerOnInvalidJson?: boolean;
   /** Returns the messages to post, in order; an empty list posts nothing and succeeds. */
   handle(req: WebhookRequest, users: UserDirectory): WebhookMessage[] | Promise<WebhookMessage[]>;
 }

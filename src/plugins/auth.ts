@@ -4,6 +4,7 @@ import { JsonableError, unauthorized } from '../errors.js';
 import type { Realm, User } from '../db/tables.js';
 import { fetchRealmByStringIdCached, fetchUserByEmailCached } from '../db/cached.js';
 import type { Services } from '../services.js';
+import { BOT_INCOMING_WEBHOOK } from '../lib/roles.js';
 
 let parsedExternalUrl = { url: '', hostname: '' };
 
@@ -61,14 +62,31 @@ export function checkCanAuthenticate(realm: Realm, user: User): void {
 }
 
 /**
+ * Zulip's validate_api_key: an incoming-webhook bot's key works only where Zulip allows it
+ * (webhook_view, and the views flagged allow_incoming_webhooks: sending a message); anywhere
+ * else authenticated_rest_api_view turns the refusal into a 401.
+ */
+export function checkWebhookBotAccess(user: User, allowIncomingWebhooks: boolean): void {
+  if (user.bot_type === BOT_INCOMING_WEBHOOK && !allowIncomingWebhooks) {
+    throw unauthorized('This API is not available to incoming webhook bots.');
+  }
+}
+
+/**
  * HTTP Basic with the user's email and API key, the key compared in constant time. Takes a
  * Fastify request or Node's own (the long-poll path, routes/events/long_poll.ts).
  */
-export async function authenticateApiKey(services: Services, realm: Realm, req: { headers: IncomingHttpHeaders }): Promise<User> {
+export async function authenticateApiKey(
+  services: Services,
+  realm: Realm,
+  req: { headers: IncomingHttpHeaders },
+  opts: { allowIncomingWebhooks?: boolean } = {},
+): Promise<User> {
   const { username, password } = parseBasicAuth(req.headers.authorization);
   if (!/^[A-Za-z0-9]{32}$/.test(password)) throw new JsonableError('Malformed API key', 'INVALID_API_KEY', 401);
   const user = await fetchUserByEmailCached(services.db.kysely, realm.id, username);
   if (!user || !safeEqual(user.api_key, password)) throw new JsonableError('Invalid API key', 'INVALID_API_KEY', 401);
   checkCanAuthenticate(realm, user);
+  checkWebhookBotAccess(user, opts.allowIncomingWebhooks ?? false);
   return user;
 }

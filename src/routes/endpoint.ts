@@ -37,6 +37,8 @@ export interface EndpointDef<S extends ParamSpecs, A extends AuthMode> {
   authorize?: (user: User, realm: Realm) => void;
   /** Counted against the caller's API rate limit (default true; the long-poll GET /events is not). */
   rateLimited?: boolean;
+  /** Open to incoming-webhook bots (Zulip's allow_incoming_webhooks view flag; only sending messages). */
+  allowIncomingWebhooks?: boolean;
   handler: (ctx: HandlerContext<S, A>) => Promise<Record<string, unknown> | void>;
 }
 
@@ -84,7 +86,7 @@ export function endpoint<S extends ParamSpecs, A extends AuthMode = 'user'>(
             // Only cookie-authenticated requests can be forged by another site; Basic auth cannot.
             checkCsrf(req);
           } else {
-            user = await authenticateApiKey(services, realm, req);
+            user = await authenticateApiKey(services, realm, req, { allowIncomingWebhooks: def.allowIncomingWebhooks ?? false });
           }
         }
         if (def.rateLimited ?? true) await services.rateLimiter.checkApi(req, reply, user?.id ?? null);

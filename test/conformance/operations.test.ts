@@ -22,7 +22,6 @@ const EXCEPTIONS: Record<string, string> = {
   'DELETE /export/realm/{export_id}': 'issue 20 (exports)',
   'GET /export/realm/consents': 'issue 20 (exports)',
   'POST /remotes/push/e2ee/register': "the push notification service's (bouncer's) API, which an organization's server calls rather than serves",
-  'GET /thumbnail/status/{realm_id_str}/{filename}': 'issue 17 item 3: thumbnails (background resizing, server_thumbnail_formats) are not built yet',
   'POST /calls/constructorgroups/create':
     "issue 17 item 3: Constructor Groups' room API is not publicly documented and Zulip's implementation was not available to follow",
 };

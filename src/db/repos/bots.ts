@@ -47,3 +47,16 @@ async function fetchOutgoingWebhookBotIds(db: Tx, realmId: number): Promise<numb
  * bots of an organization, from the read cache, so messages that reach none cost no query.
  */
 export const fetchOutgoingWebhookBotIdsCached = cachedRead('outgoing_webhook_bots', ['users'], (realmId: number) => String(realmId), fetchOutgoingWebhookBotIds);
+
+/**
+ * Records a notice to a bot's owner at `now` unless one was recorded after `now - waitSeconds`;
+ * whether this call may send it. One statement, so concurrent requests send one notice.
+ */
+export async function claimBotOwnerReminder(db: Tx, botId: number, now: number, waitSeconds: number): Promise<boolean> {
+  const r = await db
+    .insertInto('bot_owner_reminders')
+    .values({ bot_id: botId, last_reminder: now })
+    .onConflict((oc) => oc.column('bot_id').doUpdateSet({ last_reminder: now }).where('bot_owner_reminders.last_reminder', '<', now - waitSeconds))
+    .executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
+}

@@ -1,3 +1,4 @@
+import { serverThumbnailFormats } from '../thumbnail.js';
 import type { Config } from '../../config.js';
 import type { Realm, User } from '../../db/tables.js';
 import { normalizeGroupSettingValue, USER_GROUP_PERMISSION_CONFIG, type GroupPermissionConfig, type GroupSettingValue } from '../group_settings.js';
@@ -206,7 +207,7 @@ export function formatRealmState(ctx: RealmStateContext): Record<string, unknown
   state.development_environment = false;
   state.server_inline_image_preview = true;
   state.server_inline_url_embed_preview = false;
-  state.server_thumbnail_formats = [];
+  state.server_thumbnail_formats = serverThumbnailFormats();
   state.server_avatar_changes_disabled = false;
   state.server_name_changes_disabled = false;
   state.server_needs_upgrade = false;

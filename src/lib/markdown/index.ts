@@ -5,6 +5,7 @@ import { InlineProcessor } from './inline.js';
 import { MAX_MARKDOWN_INPUT } from './limits.js';
 import type { Linkifier } from './linkifiers.js';
 import { processLinks, type LinkScan } from './links.js';
+import type { UploadPreview } from '../thumbnail.js';
 import { buildPatterns, type Lookups, type MentionGroup, type MentionUser, type Mentions, type RealmEmoji } from './patterns.js';
 import { ETX, FencedBlocks, HtmlStash, STX, normalizeWhitespace, separateHangingLists } from './preprocess.js';
 import { escapeHtml, escapeText, serialize } from './serialize.js';
@@ -56,6 +57,13 @@ export interface MarkdownContext {
   inlineImagePreview?: boolean;
   /** Alert words by user id; matched case-insensitively on word boundaries. */
   alertWords?: ReadonlyMap<number, readonly string[]>;
+  /**
+   * Uploaded images by path id (Zulip's user_upload_previews), when rendering a message: a link
+   * to an upload gets a preview only if it is here, as a loading spinner (which the caller
+   * rewrites into the thumbnail where one exists, lib/thumbnail.ts).
+   * Without it, upload links are previewed by their extension through /thumbnail.
+   */
+  uploadPreviews?: ReadonlyMap<string, UploadPreview>;
 }
 
 export interface RenderResult {
@@ -211,7 +219,7 @@ function render(content: string, ctx: MarkdownContext): RenderResult {
   processor.run(root);
   prettify(root);
   unescapeTree(root);
-  const links = processLinks(root, lookups.realmUrl, ctx.inlineImagePreview ?? true);
+  const links = processLinks(root, lookups.realmUrl, ctx.inlineImagePreview ?? true, ctx.uploadPreviews);
 
   let html = (root.text ? escapeText(root.text) : '') + root.children.map(serialize).join('');
   html = restoreRawHtml(html.trim(), stash).trim();

@@ -1,6 +1,7 @@
 import { Element } from './etree.js';
 import { TOP_LEVEL_DOMAINS } from './tlds.js';
 import { quotePlus, urlsplit, urlunsplit, type SplitUrl } from './url.js';
+import { spinnerAttributes, type UploadPreview } from '../thumbnail.js';
 
 // Links: URL sanitizing, bare-URL detection, and the inline previews (images, videos, YouTube)
 // Zulip adds after the message body. Previews that need network access (oEmbed, Open Graph,
@@ -130,7 +131,7 @@ function absolutePath(url: string): SplitUrl {
  * Zulip's InlineInterestingLinkProcessor: records has_link / has_image / upload references
  * and appends inline previews for image, video and YouTube links (not inside quotes).
  */
-export function processLinks(root: Element, realmUrl: string, previews: boolean): LinkScan {
+export function processLinks(root: Element, realmUrl: string, previews: boolean, uploads?: ReadonlyMap<string, UploadPreview>): LinkScan {
   const found = collectLinks(root);
   const scan: LinkScan = { hasLink: found.length > 0, hasImage: false, attachmentPathIds: [] };
   if (found.length === 0) return scan;
@@ -158,6 +159,16 @@ export function processLinks(root: Element, realmUrl: string, previews: boolean)
     const dropbox = dropboxImage(url);
     if (dropbox !== null) {
       addPreview(scan, root, { imageUrl: dropbox, link: url, title: null, index: null, alreadyThumbnailed: true });
+      continue;
+    }
+    if (uploads !== undefined && url.startsWith('/user_uploads/')) {
+      // Zulip's is_image with db data: only uploads whose header parsed as an image.
+      const upload = uploads.get(url.slice('/user_uploads/'.length));
+      if (upload !== undefined) {
+        const info = inliningInfo(root, f);
+        addPreview(scan, info.parent, { imageUrl: url, link: url, title: info.title, index: info.index, alreadyThumbnailed: true, upload });
+        if (info.remove) info.parent.remove(info.remove);
+      }
       continue;
     }
     if (isImage(url)) {
@@ -267,6 +278,7 @@ interface Preview {
   alreadyThumbnailed: boolean;
   cls?: string;
   dataId?: string;
+  upload?: UploadPreview;
 }
 
 function insertAt(parent: Element, index: number | null, el: Element): void {
@@ -283,7 +295,9 @@ function addPreview(scan: LinkScan, parent: Element, p: Preview): void {
   if (p.title !== null) a.set('title', p.title);
   if (p.dataId !== undefined) a.set('data-id', p.dataId);
   const img = a.sub('img');
-  if (!p.alreadyThumbnailed && isUploadOrExternal(p.imageUrl)) {
+  if (p.upload) {
+    for (const [k, v] of spinnerAttributes(p.upload)) img.set(k, v);
+  } else if (!p.alreadyThumbnailed && isUploadOrExternal(p.imageUrl)) {
     // Served through the thumbnailing endpoint, which redirects to the image.
     const url = p.imageUrl.replace(/^\/+/, '');
     img.set('src', `/thumbnail?url=${quotePlus(url)}&size=thumbnail`);

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Realm, User } from '../../db/tables.js';
 import { fetchUserByApiKey } from '../../db/repos/users.js';
 import { JsonableError } from '../../errors.js';
-import { authenticateApiKey, checkCanAuthenticate } from '../../plugins/auth.js';
+import { authenticateApiKey, checkCanAuthenticate, checkWebhookBotAccess } from '../../plugins/auth.js';
 import { authenticateSession } from '../../plugins/session.js';
 import type { Services } from '../../services.js';
 
@@ -18,6 +18,7 @@ export async function authenticateFileRequest(services: Services, realm: Realm, 
     const user = /^[A-Za-z0-9]{32}$/.test(apiKey) ? await fetchUserByApiKey(services.db.kysely, realm.id, apiKey) : undefined;
     if (!user) throw new JsonableError('Invalid API key', 'INVALID_API_KEY', 401);
     checkCanAuthenticate(realm, user);
+    checkWebhookBotAccess(user, false);
     return user;
   }
   if (!req.headers.cookie) return null;

@@ -11,7 +11,18 @@ import {
 } from '../../actions/uploads.js';
 import { fetchAttachmentByPathId } from '../../db/repos/attachments.js';
 import { fetchStoredFile } from '../../db/repos/stored_files.js';
-import { JsonableError, notFound } from '../../errors.js';
+import { fetchImageAttachmentByPathId } from '../../db/repos/image_attachments.js';
+import { doEnsureThumbnails } from '../../actions/thumbnails.js';
+import {
+  THUMBNAIL_OUTPUT_FORMATS,
+  formatName,
+  missingThumbnails,
+  parseFormatName,
+  storedFormatName,
+  storedFormats,
+  thumbnailPath,
+} from '../../lib/thumbnail.js';
+import { JsonableError, badRequest, notFound } from '../../errors.js';
 import { accessAttachment } from '../../lib/access/attachments.js';
 import { storedPath } from '../../lib/uploads.js';
 import { filesOf } from '../../plugins/body.js';
@@ -37,6 +48,50 @@ async function serveUpload(services: Services, req: FastifyRequest, reply: Fasti
   const file = await fetchStoredFile(services.db.kysely, storedPath.upload(pathId));
   if (!file) return sendFileNotFound(reply);
   return sendStoredFile(reply, file, { fileName: attachment.file_name, cache: 'private', download });
+}
+
+/** How long a request for a thumbnail being made by another process waits for it. */
+const THUMBNAIL_WAIT_MS = 10_000;
+
+/**
+ * Zulip's serve_file for `/user_uploads/thumbnail/<path_id>/<format>`: the access check of the
+ * original, then the format asked for if it is one the image has or will have (made now,
+ * synchronously, when the worker has not got to it yet), or the closest one made.
+ */
+async function serveThumbnail(services: Services, req: FastifyRequest, reply: FastifyReply, pathId: string, name: string): Promise<FastifyReply> {
+  const db = services.db.kysely;
+  const realm = await requestRealm(services, req);
+  const user = await authenticateFileRequest(services, realm, req);
+  const attachment = await accessAttachment(db, realm, user, pathId);
+  if (attachment === undefined) return sendFileNotFound(reply);
+  if (attachment === null) return sendForbidden(reply);
+  let image = await fetchImageAttachmentByPathId(db, pathId);
+  const requested = parseFormatName(name);
+  if (!image || !requested) return sendFileNotFound(reply);
+  const potential = THUMBNAIL_OUTPUT_FORMATS.filter((f) => image!.frames > 1 || !f.animated).map(formatName);
+  let served = formatName(requested);
+  let rendered = storedFormats(image);
+  if (!potential.includes(served)) {
+    if (rendered.length === 0) return sendFileNotFound(reply);
+    if (!rendered.some((f) => storedFormatName(f) === served)) {
+      // Something close: the same animation, the nearest box.
+      const distance = (f: (typeof rendered)[number]) =>
+        (f.animated === requested.animated ? 0 : 1e9) + Math.abs(f.max_width - requested.maxWidth) + Math.abs(f.max_height - requested.maxHeight);
+      served = storedFormatName([...rendered].sort((a, b) => distance(a) - distance(b))[0]!);
+    }
+  } else if (!rendered.some((f) => storedFormatName(f) === served)) {
+    const deadline = Date.now() + THUMBNAIL_WAIT_MS;
+    while (image && missingThumbnails(image).length > 0 && Date.now() < deadline) {
+      // Another process holding the row is making it: wait for it, as Zulip waits on the row lock.
+      if (!(await doEnsureThumbnails(services, image.id))) await new Promise((r) => setTimeout(r, 100));
+      image = await fetchImageAttachmentByPathId(db, pathId);
+    }
+    rendered = image ? storedFormats(image) : [];
+    if (!rendered.some((f) => storedFormatName(f) === served)) return sendFileNotFound(reply);
+  }
+  const file = await fetchStoredFile(db, storedPath.upload(thumbnailPath(pathId, served)));
+  if (!file) return sendFileNotFound(reply);
+  return sendStoredFile(reply, file, { fileName: served, cache: 'private' });
 }
 
 export function registerUploadRoutes(app: FastifyInstance, services: Services): void {
@@ -93,6 +148,29 @@ export function registerUploadRoutes(app: FastifyInstance, services: Services): 
     return sendStoredFile(reply, file, { fileName: attachment.file_name, cache: 'private' });
   });
 
+  app.get('/user_uploads/thumbnail/:realm_id/*', async (req: FastifyRequest<{ Params: UploadParams }>, reply) => {
+    const rest = req.params['*'];
+    const cut = rest.lastIndexOf('/');
+    if (cut <= 0) return sendFileNotFound(reply);
+    return serveThumbnail(services, req, reply, `${req.params.realm_id}/${rest.slice(0, cut)}`, rest.slice(cut + 1));
+  });
+
+  // Zulip's check_thumbnail_status: for the uploader, polling until the thumbnails are made.
+  endpoint(app, services, {
+    method: 'GET',
+    path: '/thumbnail/status/:realm_id_str/*',
+    params: { realm_id_str: p.str() },
+    handler: async ({ params, realm, user, req }) => {
+      const pathId = `${params.realm_id_str}/${(req.params as UploadParams)['*']}`;
+      const db = services.db.kysely;
+      const attachment = await fetchAttachmentByPathId(db, pathId);
+      if (!attachment || attachment.realm_id !== realm.id || attachment.owner_id !== user.id) throw badRequest('Invalid attachment');
+      const image = await fetchImageAttachmentByPathId(db, pathId);
+      if (!image) throw badRequest('Invalid attachment');
+      return { has_thumbnail: missingThumbnails(image).length === 0 };
+    },
+  });
+
   app.get('/user_uploads/download/:realm_id/*', async (req: FastifyRequest<{ Params: UploadParams }>, reply) =>
     serveUpload(services, req, reply, `${req.params.realm_id}/${req.params['*']}`, true),
   );
@@ -102,9 +180,10 @@ export function registerUploadRoutes(app: FastifyInstance, services: Services): 
   );
 
   /**
-   * Image previews in rendered messages point here (markdown/links.ts). Uploads are served
-   * after the usual access check; external images are a redirect, as Zulip did without a
-   * camo proxy. Only signed-in users get redirected, so this is no open redirector.
+   * Previews of external images point here (markdown/links.ts), and those of uploads did
+   * before thumbnails: uploads are served after the usual access check (as Zulip still does for
+   * old messages); external images are a redirect, as Zulip did without a camo proxy. Only
+   * signed-in users get redirected, so this is no open redirector.
    */
   app.get('/thumbnail', async (req: FastifyRequest<{ Querystring: { url?: string } }>, reply) => {
     const url = req.query.url ?? '';

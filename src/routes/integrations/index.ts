@@ -9,7 +9,7 @@ import { requestRealm } from '../endpoint.js';
 import { p, parseParams } from '../params.js';
 import { INTEGRATIONS } from '../../integrations/index.js';
 import { AnomalousPayloadError, MissingEventHeaderError, UnsupportedEventError, type UserDirectory, type WebhookRequest } from '../../integrations/types.js';
-import { checkSendWebhookMessage } from '../../actions/webhooks.js';
+import { checkSendWebhookMessage, doNotifyBotOwnerRateLimited, invalidJsonNotice, missingEventHeaderNotice } from '../../actions/webhooks.js';
 import { parseWebhookJson } from '../../integrations/json_body.js';
 
 const WEBHOOK_PARAMS = {
@@ -28,7 +28,7 @@ const WEBHOOK_PARAMS = {
 async function authenticateWebhook(services: Services, realm: Realm, req: FastifyRequest, apiKey: string | undefined): Promise<User> {
   if (apiKey === undefined) {
     if (req.headers.authorization === undefined) throw new JsonableError("Missing 'api_key' argument", 'REQUEST_VARIABLE_MISSING', 400, { var_name: 'api_key' });
-    return authenticateApiKey(services, realm, req);
+    return authenticateApiKey(services, realm, req, { allowIncomingWebhooks: true });
   }
   const key = apiKey.trim();
   if (!/^[A-Za-z0-9]{32}$/.test(key)) throw new JsonableError('Malformed API key', 'INVALID_API_KEY', 401);
@@ -79,7 +79,16 @@ export function registerIntegrationRoutes(app: FastifyInstance, services: Servic
       const user = await authenticateWebhook(services, realm, req, values.api_key);
       await services.rateLimiter.checkApi(req, reply, user.id);
 
-      const payload = integration.jsonBody ? parseWebhookJson(rawBody) : null;
+      let payload: unknown = null;
+      if (integration.jsonBody) {
+        try {
+          payload = parseWebhookJson(rawBody);
+        } catch (e) {
+          // Zulip's webhook_view: invalid JSON is the sender's doing, so the bot's owner hears of it.
+          if (integration.notifyBotOwnerOnInvalidJson !== false) await doNotifyBotOwnerRateLimited(services, realm, user, invalidJsonNotice(integration.webhookName));
+          throw e;
+        }
+      }
       const request: WebhookRequest = { payload, rawBody, contentType, headers: lowerHeaders(req), query };
       const db = services.db.kysely;
       const users: UserDirectory = {
@@ -105,6 +114,14 @@ export function registerIntegrationRoutes(app: FastifyInstance, services: Servic
           });
         }
         if (e instanceof MissingEventHeaderError) {
+          // Zulip's validate_extract_webhook_http_header tells the bot's owner.
+          const path = req.url.split('?', 1)[0]!;
+          await doNotifyBotOwnerRateLimited(
+            services,
+            realm,
+            user,
+            missingEventHeaderNotice(user.full_name, path, e.header, integration.webhookName, services.config.supportEmail),
+          );
           throw new JsonableError(`Missing the HTTP event header '${e.header}'`, 'MISSING_HTTP_EVENT_HEADER', 400, { header: e.header });
         }
         throw e;

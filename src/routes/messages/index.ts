@@ -75,6 +75,7 @@ export function registerMessageRoutes(app: FastifyInstance, services: Services):
   endpoint(app, services, {
     method: 'POST',
     path: '/messages',
+    allowIncomingWebhooks: true,
     params: {
       type: p.str(),
       to: p.str().optional(),

@@ -5,13 +5,15 @@ import { PROJECT_ROOT } from '../../lib/project_files.js';
 
 /**
  * The images the API's URLs name when nothing was uploaded: the organization's default icon
- * and wide logo, and the avatar shown for a user the caller may not see. They live in the
+ * and wide logo, the avatar shown for a user the caller may not see, and the spinner of an
+ * uploaded image whose thumbnail is not made yet (lib/thumbnail.ts). They live in the
  * repository's static/ folder and are read once at start.
  */
 const IMAGES: Record<string, string> = {
   'realm-icon.png': 'image/png',
   'realm-logo.svg': 'image/svg+xml',
   'unknown-user-avatar.png': 'image/png',
+  'loading/loader-black.svg': 'image/svg+xml',
 };
 
 export function registerStaticRoutes(app: FastifyInstance): void {
