@@ -17,6 +17,7 @@ import { ensureDefaultRealm } from './actions/bootstrap.js';
 import { registerRoutes } from './routes/index.js';
 import { serveLongPollsDirectly } from './routes/events/long_poll.js';
 import { ScheduledMessageWorker } from './workers/scheduled_messages.js';
+import { NotificationWorker } from './workers/notifications.js';
 import type { EmailGatewayServer } from './workers/email_gateway.js';
 import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
 
@@ -115,6 +116,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.scheduler = scheduler;
     scheduler.start();
   }
+  const notifications = config.notifications.enabled ? new NotificationWorker(services, config.notifications.intervalMs) : null;
+  if (notifications) {
+    services.notifications = notifications;
+    notifications.start();
+  }
   // Loaded only where configured: its MIME parser costs every other start for nothing.
   const emailGateway = config.emailGateway.port !== null ? new (await import('./workers/email_gateway.js')).EmailGatewayServer(services) : null;
   if (emailGateway) {
@@ -130,6 +136,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await emailGateway?.close();
       await fastify.close();
       await scheduler?.stop();
+      await notifications?.stop();
       await outgoingWebhooks.stop();
       await queues.close();
       await services.rateLimiter.close();

@@ -64,6 +64,7 @@ export interface Config {
    * sleeps between looks at the database (rows scheduled through this process wake it on time).
    */
   scheduler: { enabled: boolean; intervalMs: number };
+  notifications: { enabled: boolean; intervalMs: number };
   /**
    * The email gateway (Zulip's email mirror). `domain` is the part after the @ of channel and
    * notification-reply addresses (no domain: GET /streams/{id}/email_address answers "", as Zulip
@@ -158,6 +159,10 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     scheduler: {
       enabled: (e.PARLEY_SCHEDULER ?? 'on') !== 'off',
       intervalMs: int(e.PARLEY_SCHEDULER_INTERVAL_MS, 10_000),
+    },
+    notifications: {
+      enabled: (e.PARLEY_NOTIFICATIONS ?? 'on') !== 'off',
+      intervalMs: int(e.PARLEY_NOTIFICATIONS_INTERVAL_MS, 10_000),
     },
     emailGateway: {
       domain: e.PARLEY_EMAIL_GATEWAY_DOMAIN?.trim().toLowerCase() || null,

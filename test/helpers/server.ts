@@ -97,6 +97,7 @@ export function testConfig(databaseUrl: string, overrides: Partial<Config> = {})
     logLevel: 'silent',
     rateLimits: { ...base.rateLimits, enabled: false },
     scheduler: { ...base.scheduler, enabled: false },
+    notifications: { ...base.notifications, enabled: false },
     dataDir: mkdtempSync(join(tmpdir(), 'parley-data-')),
     ...overrides,
   };

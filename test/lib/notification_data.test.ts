@@ -7,6 +7,7 @@ import {
   type MessageFacts,
   type RecipientFacts,
   type RecipientSettings,
+  type SubscriptionSettings,
 } from '../../src/lib/notification_data.js';
 import { FLAG_BITS } from '../../src/lib/message_flags.js';
 import { VISIBILITY_FOLLOWED, VISIBILITY_INHERIT, VISIBILITY_MUTED, VISIBILITY_UNMUTED } from '../../src/lib/topics.js';
@@ -34,14 +35,14 @@ const DEFAULTS: RecipientSettings = {
   enable_followed_topic_wildcard_mentions_notify: true,
 };
 
-const SUB = { is_muted: false, push_notifications: null, email_notifications: null, wildcard_mentions_notify: null };
+const SUB: SubscriptionSettings = { is_muted: false, push_notifications: null, email_notifications: null, wildcard_mentions_notify: null };
 
 interface Case {
   name: string;
   dm?: boolean;
   flags?: number;
   settings?: Partial<RecipientSettings>;
-  sub?: Partial<typeof SUB>;
+  sub?: Partial<SubscriptionSettings>;
   policy?: number;
   mutesSender?: boolean;
   isBot?: boolean;

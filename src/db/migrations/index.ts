@@ -24,6 +24,7 @@ import * as m0120 from './0120_bots.js';
 import * as m0130 from './0130_client_devices.js';
 import * as m0140 from './0140_realm_logos.js';
 import * as m0150 from './0150_email_gateway.js';
+import * as m0200 from './0200_notification_queue.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -58,4 +59,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0130_client_devices': m0130,
   '0140_realm_logos': m0140,
   '0150_email_gateway': m0150,
+  '0200_notification_queue': m0200,
 };

@@ -1,10 +1,9 @@
 import type { Config } from '../../config.js';
 import type { Message, Realm, User } from '../../db/tables.js';
 import { avatarUrl } from '../avatar.js';
+import type { NotificationTrigger } from '../notification_data.js';
 import { realmUrl } from '../urls.js';
 
-/** Why a user is notified (Zulip's NotificationTriggers for direct messages and mentions). */
-export type PushTrigger = 'direct_message' | 'mentioned' | 'topic_wildcard_mentioned' | 'stream_wildcard_mentioned';
 
 /** Zulip truncates push content to 200 characters plus an ellipsis. */
 const MAX_PUSH_CONTENT = 200;
@@ -27,7 +26,7 @@ export interface PushMessage {
  * (get_message_payload and its FCM additions): which server, realm and account it is for,
  * the sender, the conversation and a plain-text preview.
  */
-export function formatPushPayload(config: Config, realm: Realm, userId: number, m: PushMessage, trigger: PushTrigger): Record<string, unknown> {
+export function formatPushPayload(config: Config, realm: Realm, userId: number, m: PushMessage, trigger: NotificationTrigger): Record<string, unknown> {
   const url = realmUrl(config, realm);
   const { content, truncated } = truncateContent(m.message.content);
   const data: Record<string, unknown> = {
