@@ -155,9 +155,11 @@ export async function sendMissedMessageEmails(services: Services, mailer: Mailer
         {
           header,
           narrowUrl,
-          messages: c.messages.map((m) => {
+          messages: c.messages.map((m, i) => {
             const sender = people.get(m.sender_id);
             return {
+              // Consecutive messages of one sender are shown under one name, as Zulip does.
+              showSender: i === 0 || c.messages[i - 1]!.sender_id !== m.sender_id,
               senderName: sender?.full_name ?? '',
               avatarUrl: sender ? avatarUrl(base, sender) : '',
               html: absoluteLinks(m.rendered_content, base),
