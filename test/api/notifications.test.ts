@@ -68,6 +68,8 @@ forEachDatabase(
 
     test('setup: a push sender that records, short batching periods', async () => {
       s = server();
+      // The same addresses serve each database's run.
+      inbox.length = 0;
       s.app.services.push = { send: async (n) => void pushes.push(n) };
       for (const m of [s.cast.othello, s.cast.admin, s.cast.moderator]) {
         ok(await m.client.patch('/settings', { email_notifications_batching_period_seconds: 2 }));

@@ -81,8 +81,8 @@ export const PASSWORD = 'correct horse battery staple';
 
 /**
  * What every test server runs with: loopback on any port, the test owner, quiet logs, no rate
- * limits, no scheduled-message worker (its periodic queries would disturb query counts; the
- * tests of scheduled messages turn it on) and a data directory of its own (the caller removes
+ * limits, no scheduled-message or notification worker (their periodic queries would disturb query
+ * counts; the tests of those features turn them on) and a data directory of its own (the caller removes
  * `dataDir`).
  */
 export function testConfig(databaseUrl: string, overrides: Partial<Config> = {}): Config {

@@ -134,20 +134,26 @@ describe('notification delivery with two processes on PostgreSQL + Redis', () =>
       const secondDataDir = mkdtempSync(join(tmpdir(), 'parley-child-b-'));
       const servers: ChildServer[] = [];
       try {
-        const { owner, readers } = await cast(d, 'race', 4, 2);
+        const { owner, readers } = await cast(d, 'race', 5, 2);
         // Both workers look at the database every 100 ms, so they race for every row.
         const env = { SMTP_URL, REDIS_URL: process.env.TEST_REDIS_URL!, PARLEY_REDIS_PREFIX: `parley-notif-${process.pid}:`, PARLEY_NOTIFICATIONS_INTERVAL_MS: '100' };
         servers.push(await d.start(env), await d.start({ ...env, PARLEY_DATA_DIR: secondDataDir }));
         const [a, b] = servers as [ChildServer, ChildServer];
+        // One reader is present through process A only: whichever process works a job out must
+        // see that queue (through Redis) and send that reader no email.
+        const present = readers.pop()!;
+        ok(await client(a, present).post('/register', {}));
+        ok(await client(a, present).post('/users/me/presence', { status: 'active' }));
         const contents = (r: Member) => Array.from({ length: 6 }, (_, i) => `race-${r.id}-${i}`);
         await Promise.all(
-          readers.flatMap((r) =>
+          [...readers, present].flatMap((r) =>
             contents(r).map((c, i) => client(i % 2 ? a : b, owner).post('/messages', { type: 'private', to: JSON.stringify([r.id]), content: c }).then(ok)),
           ),
         );
         for (const r of readers) await waitFor(`the emails to ${r.email}`, 20_000, () => deliveries(r.email, contents(r)).every((n) => n > 0));
         await sleep(2500);
         for (const r of readers) assert.deepEqual(deliveries(r.email, contents(r)), [1, 1, 1, 1, 1, 1], r.email);
+        assert.deepEqual(deliveries(present.email, contents(present)), [0, 0, 0, 0, 0, 0], 'the present reader is not emailed');
       } finally {
         for (const s of servers) {
           s.process.kill('SIGTERM');
