@@ -94,6 +94,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const queues = createQueueManager(config, events, fastify.log, databaseId);
   await queues.start();
   const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config) };
+  if (config.pushBouncer.url) services.push = new (await import('./lib/push/bouncer.js')).BouncerPushSender(config, db, fastify.log);
   const outgoingWebhooks = new OutgoingWebhookWorker(services);
   services.outgoingWebhooks = outgoingWebhooks;
   // Request logging needs every request to go through Fastify.

@@ -65,6 +65,8 @@ export interface Config {
    */
   scheduler: { enabled: boolean; intervalMs: number };
   notifications: { enabled: boolean; intervalMs: number };
+  /** Zulip's push notification service: its URL (null: not used) and this server's identity with it. */
+  pushBouncer: { url: string | null; orgId: string | null; orgKey: string | null };
   /**
    * The email gateway (Zulip's email mirror). `domain` is the part after the @ of channel and
    * notification-reply addresses (no domain: GET /streams/{id}/email_address answers "", as Zulip
@@ -159,6 +161,11 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     scheduler: {
       enabled: (e.PARLEY_SCHEDULER ?? 'on') !== 'off',
       intervalMs: int(e.PARLEY_SCHEDULER_INTERVAL_MS, 10_000),
+    },
+    pushBouncer: {
+      url: e.PUSH_NOTIFICATION_BOUNCER_URL?.trim().replace(/\/+$/, '') || null,
+      orgId: e.ZULIP_ORG_ID?.trim() || null,
+      orgKey: e.ZULIP_ORG_KEY?.trim() || null,
     },
     notifications: {
       enabled: (e.PARLEY_NOTIFICATIONS ?? 'on') !== 'off',

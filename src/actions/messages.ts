@@ -78,7 +78,7 @@ import {
   type GroupPermissionConfig,
   type GroupSettingValue,
 } from '../lib/group_settings.js';
-import { insertNotificationJobs } from '../db/repos/notifications.js';
+import { fetchActivePushMessageIds, insertNotificationJobs, insertNotificationOutboxRows } from '../db/repos/notifications.js';
 import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, isFlagName, sharedFlagsList, type FlagName } from '../lib/message_flags.js';
 import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
 import {
@@ -1013,6 +1013,15 @@ export async function doUpdateMessageFlags(services: ActionServices, realm: Real
       all: false,
     };
     if (change.flag === 'read' && change.op === 'remove') event.message_details = await unreadMessageDetails(tx, user.id, change.messages);
+    if (change.flag === 'read' && change.op === 'add') {
+      // Zulip's do_clear_mobile_push_notifications_for_ids: read here, taken back from the phone.
+      const showing = await fetchActivePushMessageIds(tx, user.id, existing);
+      if (showing.length) {
+        const at = now();
+        await insertNotificationOutboxRows(tx, showing.map((message_id) => ({ user_id: user.id, message_id, kind: 'remove', trigger: 'read', due_at: at })));
+        if (services.notifications) afterCommit(() => services.notifications!.wake());
+      }
+    }
     afterCommit(() => services.events.send(realm.id, event, [user.id]));
   });
 }

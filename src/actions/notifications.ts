@@ -10,10 +10,11 @@ import {
   fetchLastActiveTimes,
   fetchUnreadAmong,
   insertNotificationOutboxRows,
+  setActivePushFlag,
   type NotificationOutboxRow,
 } from '../db/repos/notifications.js';
 import { fetchMessagesByIds, fetchMutingUserIds, fetchRecipientRows } from '../db/repos/messages.js';
-import { fetchPushDevicesForUsers } from '../db/repos/push_devices.js';
+import { deletePushDevicesByToken, fetchPushDevicesForUsers } from '../db/repos/push_devices.js';
 import { fetchRealmById } from '../db/repos/realms.js';
 import { fetchStreamById } from '../db/repos/streams.js';
 import { fetchSubscriptionRows } from '../db/repos/subscriptions.js';
@@ -24,7 +25,7 @@ import { FLAG_BITS } from '../lib/message_flags.js';
 import { sendMissedMessageEmails } from '../lib/missed_message_email.js';
 import { isIdle, notificationTriggers, type NotificationTrigger, type RecipientFacts } from '../lib/notification_data.js';
 import { pushSender } from '../lib/push/notify.js';
-import { formatPushPayload } from '../lib/push/payload.js';
+import { formatApnsPayload, formatPushPayload, formatRemovePayloads } from '../lib/push/payload.js';
 import type { PushDeviceKind } from '../lib/push/sender.js';
 import { userSettings } from '../lib/user_settings.js';
 import { VISIBILITY_INHERIT } from '../lib/topics.js';
@@ -34,6 +35,9 @@ import type { Services } from '../services.js';
 export const NOTIFICATION_CLAIM_SECONDS = 60;
 
 class ClaimLost extends Error {}
+
+/** A push, the removal of pushes (messages read since), or a missed-message email. */
+type OutboxKind = 'push' | 'remove' | 'email';
 
 const flag = (v: number | null): boolean | null => (v === null ? null : v !== 0);
 
@@ -147,17 +151,19 @@ export async function processDueNotificationJobs(services: Services): Promise<nu
  * a process killed between the peer's acceptance and that deletion delivers them again after
  * the claim lapses.
  */
-async function deliverOutbox(services: Services, mailer: Mailer, userId: number, kind: 'push' | 'email'): Promise<void> {
+async function deliverOutbox(services: Services, mailer: Mailer, userId: number, kind: OutboxKind): Promise<void> {
   const db = services.db.kysely;
   const at = now();
   const until = at + NOTIFICATION_CLAIM_SECONDS;
   const rows = await claimOutboxRows(db, userId, kind, at, until);
   if (rows.length === 0) return;
-  const unread = await fetchUnreadAmong(db, userId, rows.map((r) => r.message_id), FLAG_BITS.read);
-  const wanted = rows.filter((r) => unread.has(r.message_id));
-  if (wanted.length) {
-    if (kind === 'push') await deliverPush(services, userId, wanted);
-    else await sendMissedMessageEmails(services, mailer, userId, wanted);
+  if (kind === 'remove') {
+    await deliverRemoval(services, userId, rows);
+  } else {
+    const unread = await fetchUnreadAmong(db, userId, rows.map((r) => r.message_id), FLAG_BITS.read);
+    const wanted = rows.filter((r) => unread.has(r.message_id));
+    if (wanted.length && kind === 'push') await deliverPush(services, userId, wanted);
+    else if (wanted.length) await sendMissedMessageEmails(services, mailer, userId, wanted);
   }
   await deleteClaimedOutboxRows(db, rows.map((r) => r.id), until);
 }
@@ -169,20 +175,56 @@ async function deliverPush(services: Services, userId: number, rows: readonly No
   const user = (await db.selectFrom('users').select(['realm_id']).where('id', '=', userId).executeTakeFirst())!;
   const realm = (await fetchRealmById(db, user.realm_id))!;
   const messages = new Map((await fetchMessagesByIds(db, realm.id, rows.map((r) => r.message_id))).map((m) => [m.id, m]));
-  const senders = new Map((await fetchUsersByIds(db, realm.id, [...new Set([...messages.values()].map((m) => m.sender_id))])).map((u) => [u.id, u]));
+  const peopleIds = new Set<number>();
+  for (const m of messages.values()) {
+    peopleIds.add(m.sender_id);
+    for (const id of (m.dm_key ?? '').split(',').filter(Boolean)) peopleIds.add(Number(id));
+  }
+  const people = new Map((await fetchUsersByIds(db, realm.id, [...peopleIds])).map((u) => [u.id, u]));
+  const sender = pushSender(services);
   for (const row of rows) {
     const message: Message | undefined = messages.get(row.message_id);
-    const sender = message && senders.get(message.sender_id);
-    if (!message || !sender) continue;
+    const from = message && people.get(message.sender_id);
+    if (!message || !from) continue;
     const streamName = message.stream_id === null ? null : ((await fetchStreamById(db, realm.id, message.stream_id))?.name ?? null);
-    const payload = formatPushPayload(services.config, realm, userId, { message, sender, streamName }, row.trigger as NotificationTrigger);
-    await pushSender(services).send({ userId, devices, payload });
+    const groupNames = message.dm_key === null ? null : message.dm_key.split(',').map((id) => people.get(Number(id))?.full_name ?? '');
+    const pm = { message, sender: from, streamName, groupNames };
+    const trigger = row.trigger as NotificationTrigger;
+    const result = await sender.send({
+      userId,
+      realmId: realm.id,
+      devices,
+      payload: formatPushPayload(services.config, realm, userId, pm),
+      apns: formatApnsPayload(services.config, realm, userId, pm, trigger),
+      gcmOptions: { priority: 'high' },
+    });
+    // Zulip's active_mobile_push_notification: reading the message later takes the notification back.
+    await setActivePushFlag(db, userId, [message.id], true);
+    if (result?.droppedTokens.length) await deletePushDevicesByToken(db, result.droppedTokens);
   }
+}
+
+/**
+ * Zulip's handle_remove_push_notification: the user read messages whose push notification is
+ * still showing, so their devices take it back (the `remove` event).
+ */
+async function deliverRemoval(services: Services, userId: number, rows: readonly NotificationOutboxRow[]): Promise<void> {
+  const db = services.db.kysely;
+  const ids = rows.map((r) => r.message_id);
+  const devices = (await fetchPushDevicesForUsers(db, [userId])).map((d) => ({ kind: d.kind as PushDeviceKind, token: d.token, appId: d.app_id }));
+  if (devices.length) {
+    const user = (await db.selectFrom('users').select(['realm_id']).where('id', '=', userId).executeTakeFirst())!;
+    const realm = (await fetchRealmById(db, user.realm_id))!;
+    const { gcm, apns } = formatRemovePayloads(services.config, realm, userId, ids);
+    const result = await pushSender(services).send({ userId, realmId: realm.id, devices, payload: gcm, apns, gcmOptions: { priority: 'normal' } });
+    if (result?.droppedTokens.length) await deletePushDevicesByToken(db, result.droppedTokens);
+  }
+  await setActivePushFlag(db, userId, ids, false);
 }
 
 /** Delivers every user's due push notifications and missed-message emails. */
 export async function deliverDueNotifications(services: Services, mailer: Mailer): Promise<void> {
-  for (const kind of ['push', 'email'] as const) {
+  for (const kind of ['push', 'remove', 'email'] as const) {
     for (;;) {
       const users = await fetchDueOutboxUserIds(services.db.kysely, kind, now(), 100);
       for (const userId of users) {

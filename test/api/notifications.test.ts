@@ -84,7 +84,7 @@ forEachDatabase(
       await waitFor('two pushes', () => pushesFor(othello.user.id).length >= 2);
       const [p1, p2] = pushesFor(othello.user.id);
       assert.deepEqual([p1!.payload.zulip_message_id, p2!.payload.zulip_message_id], [first, second]);
-      assert.equal(p1!.payload.trigger, 'private_message');
+      assert.deepEqual(p1!.apns.alert, { title: 'King Hamlet', subtitle: '', body: 'first **news**' });
       assert.equal(p1!.payload.recipient_type, 'private');
       assert.equal(p1!.payload.sender_id, hamlet.user.id);
       assert.deepEqual(p1!.devices, [{ kind: 'fcm', token: `phone-of-${othello.user.id}`, appId: null }]);
@@ -141,16 +141,19 @@ forEachDatabase(
       const mention = ok(await hamlet.client.post('/messages', { type: 'stream', to: 'notified', topic: 'plans', content: '@**Shiva** have a look' })).id as number;
       await waitFor('the email', () => mailsTo(moderator.user.delivery_email).length === 1);
       const pushed = pushesFor(moderator.user.id);
-      assert.deepEqual(pushed.map((p) => [p.payload.zulip_message_id, p.payload.trigger, p.payload.stream, p.payload.topic]), [[mention, 'mentioned', 'notified', 'plans']]);
+      assert.deepEqual(pushed.map((p) => [p.payload.zulip_message_id, (p.apns.alert as { subtitle: string }).subtitle, p.payload.stream, p.payload.topic]), [[mention, 'King Hamlet mentioned you:', 'notified', 'plans']]);
       const mail = mailsTo(moderator.user.delivery_email)[0]!;
       assert.equal(mail.subject, '#notified > plans');
       assert.match(mail.text!, /You are receiving this because you were personally mentioned\./);
       assert.doesNotMatch(mail.text!, /nothing for anyone/);
 
+      // Muting marks the sender's messages read, which takes the mention's notification back.
       ok(await moderator.client.post(`/users/me/muted_users/${hamlet.user.id}`));
+      await waitFor('the remove', () => pushesFor(moderator.user.id).length === 2);
+      assert.deepEqual([pushesFor(moderator.user.id)[1]!.payload.event, pushesFor(moderator.user.id)[1]!.payload.zulip_message_ids], ['remove', String(mention)]);
       await dm(hamlet, moderator, 'muted');
       await sleep(3000);
-      assert.equal(pushesFor(moderator.user.id).length, 1);
+      assert.equal(pushesFor(moderator.user.id).length, 2);
       assert.equal(mailsTo(moderator.user.delivery_email).length, 1);
     });
 

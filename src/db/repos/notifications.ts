@@ -1,4 +1,4 @@
-import type { Insertable, Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Tx } from '../index.js';
 import type { NotificationOutboxTable } from '../tables.js';
 
@@ -107,4 +107,30 @@ export async function fetchUnreadAmong(db: Tx, userId: number, messageIds: reado
   if (messageIds.length === 0) return new Set();
   const rows = await db.selectFrom('user_messages').select(['message_id', 'flags']).where('user_id', '=', userId).where('message_id', 'in', [...messageIds]).execute();
   return new Set(rows.filter((r) => (Number(r.flags) & readBit) === 0).map((r) => Number(r.message_id)));
+}
+
+const ACTIVE_PUSH = 512;
+
+/** Sets or clears Zulip's active_mobile_push_notification flag on a user's copies of these messages. */
+export async function setActivePushFlag(db: Tx, userId: number, messageIds: readonly number[], on: boolean): Promise<void> {
+  if (messageIds.length === 0) return;
+  await db
+    .updateTable('user_messages')
+    .set({ flags: on ? sql<number>`flags | ${sql.lit(ACTIVE_PUSH)}` : sql<number>`flags & ${sql.lit(~ACTIVE_PUSH)}` })
+    .where('user_id', '=', userId)
+    .where('message_id', 'in', [...messageIds])
+    .execute();
+}
+
+/** Which of these messages of a user's still show a push notification. */
+export async function fetchActivePushMessageIds(db: Tx, userId: number, messageIds: readonly number[]): Promise<number[]> {
+  if (messageIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('user_messages')
+    .select('message_id')
+    .where('user_id', '=', userId)
+    .where('message_id', 'in', [...messageIds])
+    .where(sql<boolean>`(flags & ${sql.lit(ACTIVE_PUSH)}) != 0`)
+    .execute();
+  return rows.map((r) => Number(r.message_id));
 }
