@@ -17,6 +17,7 @@ import { ensureDefaultRealm } from './actions/bootstrap.js';
 import { registerRoutes } from './routes/index.js';
 import { serveLongPollsDirectly } from './routes/events/long_poll.js';
 import { ScheduledMessageWorker } from './workers/scheduled_messages.js';
+import { NotificationWorker } from './workers/notifications.js';
 import type { EmailGatewayServer } from './workers/email_gateway.js';
 import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
 import { ThumbnailWorker } from './workers/thumbnails.js';
@@ -94,6 +95,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const queues = createQueueManager(config, events, fastify.log, databaseId);
   await queues.start();
   const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config, databaseId) };
+  if (config.pushBouncer.url) services.push = new (await import('./lib/push/bouncer.js')).BouncerPushSender(config, db, fastify.log);
   const outgoingWebhooks = new OutgoingWebhookWorker(services);
   services.outgoingWebhooks = outgoingWebhooks;
   // Request logging needs every request to go through Fastify.
@@ -121,6 +123,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.thumbnails = thumbnailer;
     thumbnailer.start();
   }
+  const notifications = config.notifications.enabled ? new NotificationWorker(services, config.notifications.intervalMs) : null;
+  if (notifications) {
+    services.notifications = notifications;
+    notifications.start();
+  }
   // Loaded only where configured: its MIME parser costs every other start for nothing.
   const emailGateway = config.emailGateway.port !== null ? new (await import('./workers/email_gateway.js')).EmailGatewayServer(services) : null;
   if (emailGateway) {
@@ -137,6 +144,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await fastify.close();
       await scheduler?.stop();
       await thumbnailer?.stop();
+      await notifications?.stop();
       await outgoingWebhooks.stop();
       await queues.close();
       await services.rateLimiter.close();

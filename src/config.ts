@@ -67,6 +67,9 @@ export interface Config {
    */
   scheduler: { enabled: boolean; intervalMs: number };
   thumbnailer: { enabled: boolean; intervalMs: number };
+  notifications: { enabled: boolean; intervalMs: number };
+  /** Zulip's push notification service: its URL (null: not used) and this server's identity with it. */
+  pushBouncer: { url: string | null; orgId: string | null; orgKey: string | null };
   /**
    * The email gateway (Zulip's email mirror). `domain` is the part after the @ of channel and
    * notification-reply addresses (no domain: GET /streams/{id}/email_address answers "", as Zulip
@@ -171,6 +174,15 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     thumbnailer: {
       enabled: (e.PARLEY_THUMBNAILER ?? 'on') !== 'off',
       intervalMs: int(e.PARLEY_THUMBNAILER_INTERVAL_MS, 10_000),
+    },
+    pushBouncer: {
+      url: e.PUSH_NOTIFICATION_BOUNCER_URL?.trim().replace(/\/+$/, '') || null,
+      orgId: e.ZULIP_ORG_ID?.trim() || null,
+      orgKey: e.ZULIP_ORG_KEY?.trim() || null,
+    },
+    notifications: {
+      enabled: (e.PARLEY_NOTIFICATIONS ?? 'on') !== 'off',
+      intervalMs: int(e.PARLEY_NOTIFICATIONS_INTERVAL_MS, 10_000),
     },
     emailGateway: {
       domain: e.PARLEY_EMAIL_GATEWAY_DOMAIN?.trim().toLowerCase() || null,

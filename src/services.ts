@@ -19,6 +19,8 @@ export interface ActionServices {
   scheduler?: { wake(timestamp: number): void };
   /** Delivers mobile push notifications; unset means they are only logged (lib/push). */
   push?: PushSender;
+  /** The notification worker of this process (workers/notifications.ts); not in CLI commands. */
+  notifications?: { wake(): void };
   /** The outgoing-webhook worker of this process (workers/outgoing_webhooks.ts); not in CLI commands. */
   outgoingWebhooks?: { enqueue(job: OutgoingWebhookJob): void };
   /** The thumbnail worker of this process (workers/thumbnails.ts), when it runs one. */

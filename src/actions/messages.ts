@@ -80,6 +80,7 @@ import {
   type GroupPermissionConfig,
   type GroupSettingValue,
 } from '../lib/group_settings.js';
+import { fetchActivePushMessageIds, insertNotificationJobs, insertNotificationOutboxRows } from '../db/repos/notifications.js';
 import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, isFlagName, sharedFlagsList, type FlagName } from '../lib/message_flags.js';
 import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
 import {
@@ -851,6 +852,13 @@ class SendQueue {
       sent = await transaction(this.services.db, async (tx, afterCommit) => {
         const received: MessageReceipts[] = [];
         const out = await writeMessages(this.services, tx, afterCommit, batch.map((s) => s.p), received);
+        // The notification queue (workers/notifications.ts): one row per message someone besides
+        // its sender receives, in the batch's one INSERT.
+        await insertNotificationJobs(
+          tx,
+          out.filter((_, i) => batch[i]!.p.flags.size > (batch[i]!.p.flags.has(batch[i]!.p.sender.id) ? 1 : 0)).map((m) => ({ message_id: m.id, due_at: m.message.date_sent })),
+        );
+        if (this.services.notifications) afterCommit(() => this.services.notifications!.wake());
         const receipts = this.services.db.receipts;
         if (receipts) {
           // SQLite: the rows follow in large sorted batches (db/receipts.ts).
@@ -1018,6 +1026,15 @@ export async function doUpdateMessageFlags(services: ActionServices, realm: Real
       all: false,
     };
     if (change.flag === 'read' && change.op === 'remove') event.message_details = await unreadMessageDetails(tx, user.id, change.messages);
+    if (change.flag === 'read' && change.op === 'add') {
+      // Zulip's do_clear_mobile_push_notifications_for_ids: read here, taken back from the phone.
+      const showing = await fetchActivePushMessageIds(tx, user.id, existing);
+      if (showing.length) {
+        const at = now();
+        await insertNotificationOutboxRows(tx, showing.map((message_id) => ({ user_id: user.id, message_id, kind: 'remove', trigger: 'read', due_at: at })));
+        if (services.notifications) afterCommit(() => services.notifications!.wake());
+      }
+    }
     afterCommit(() => services.events.send(realm.id, event, [user.id]));
   });
 }

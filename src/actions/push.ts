@@ -5,6 +5,7 @@ import { deleteClientDevice, fetchClientDevice, insertClientDevice, type ClientD
 import { JsonableError, badRequest } from '../errors.js';
 import type { PushDevice, PushDeviceKind } from '../lib/push/sender.js';
 import { pushSender } from '../lib/push/notify.js';
+import { basePushPayload } from '../lib/push/payload.js';
 import { realmUrl } from '../lib/urls.js';
 import type { ActionServices } from '../services.js';
 
@@ -20,6 +21,22 @@ export async function doAddPushDeviceToken(services: ActionServices, user: User,
   await transaction(services.db, async (tx) => {
     await insertPushDevice(tx, { user_id: user.id, kind, token, app_id: appId, date_created: now() });
   });
+  const sender = pushSender(services);
+  if (sender.registerDevice) await forward(services, () => sender.registerDevice!(user.realm_id, user.id, { kind, token, appId }));
+}
+
+/**
+ * A call to the push service for a device change (Zulip's add_push_device_token and
+ * remove_push_device_token): the local record is kept either way, and a service that cannot be
+ * reached is Zulip's 502 so that the app registers again later.
+ */
+async function forward(services: ActionServices, call: () => Promise<void>): Promise<void> {
+  try {
+    await call();
+  } catch (err) {
+    services.log.warn({ err }, 'push service registration failed');
+    throw new JsonableError('Network error while connecting to Zulip push notification service.', 'BAD_REQUEST', 502);
+  }
 }
 
 export async function accessPushDevice(services: ActionServices, user: User, kind: PushDeviceKind, token: string): Promise<PushDeviceRow> {
@@ -28,8 +45,10 @@ export async function accessPushDevice(services: ActionServices, user: User, kin
   return row;
 }
 
-export async function doRemovePushDeviceToken(services: ActionServices, device: PushDeviceRow): Promise<void> {
+export async function doRemovePushDeviceToken(services: ActionServices, user: User, device: PushDeviceRow): Promise<void> {
   await transaction(services.db, (tx) => deletePushDevice(tx, device.id));
+  const sender = pushSender(services);
+  if (sender.unregisterDevice) await forward(services, () => sender.unregisterDevice!(user.realm_id, user.id, { kind: device.kind as PushDeviceKind, token: device.token }));
 }
 
 /** A device of the user's, by ID, or Zulip's error for any other ID. */
@@ -68,15 +87,12 @@ export async function checkSendTestPushNotification(services: ActionServices, us
 
 export async function doSendTestPushNotification(services: ActionServices, realm: Realm, user: User, devices: PushDevice[]): Promise<void> {
   if (devices.length === 0) return;
-  const payload = {
-    server: new URL(services.config.externalUrl).host,
-    realm_id: realm.id,
-    realm_name: realm.name,
-    realm_url: realmUrl(services.config, realm),
-    realm_uri: realmUrl(services.config, realm),
-    user_id: user.id,
-    event: 'test',
-    time: now(),
+  // Zulip's send_test_push_notification payloads.
+  const payload = { ...basePushPayload(services.config, realm, user.id), event: 'test', time: now() };
+  const apns = {
+    alert: { title: 'Test notification', body: `This is a test notification from ${realm.name} (${realmUrl(services.config, realm)}).` },
+    sound: 'default',
+    custom: { zulip: payload },
   };
-  await pushSender(services).send({ userId: user.id, devices, payload });
+  await pushSender(services).send({ userId: user.id, realmId: realm.id, devices, payload, apns, gcmOptions: { priority: 'high' } });
 }

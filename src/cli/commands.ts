@@ -91,3 +91,19 @@ export async function demo(realmId: string, opts: { domain: string; password: st
   const { runDemo } = await import('./demo.js');
   return withContext(realmId, (services, realm) => runDemo(services, realm, opts));
 }
+
+/**
+ * Zulip's register_server: registers this server with the push notification service at
+ * PUSH_NOTIFICATION_BOUNCER_URL under its UUID and key (ZULIP_ORG_ID / ZULIP_ORG_KEY, or the
+ * ones generated and kept with the server's secrets); prints the server's UUID.
+ */
+export async function pushRegister(opts: { contactEmail: string }): Promise<unknown> {
+  const config = loadConfig();
+  if (!config.pushBouncer.url) throw new CliError('Set PUSH_NOTIFICATION_BOUNCER_URL (Zulip\'s is https://push.zulipchat.com) first');
+  return withContext('', async (services) => {
+    const { BouncerPushSender, serverIdentity } = await import('../lib/push/bouncer.js');
+    const sender = new BouncerPushSender(config, services.db, services.log);
+    const answer = await sender.registerServer(new URL(config.externalUrl).host, opts.contactEmail);
+    return { zulip_org_id: (await serverIdentity(config, services.db)).orgId, created: answer.created ?? null };
+  });
+}

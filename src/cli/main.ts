@@ -71,6 +71,12 @@ export function buildProgram(io: CliOutput = processOutput): Command {
     .option('--password <password>', 'password of every demo user', 'parley-demo')
     .action(async (opts) => print(await (await commands()).demo(realm(), opts)));
 
+  program
+    .command('push-register')
+    .description("register this server with Zulip's push notification service (PUSH_NOTIFICATION_BOUNCER_URL); prints {zulip_org_id, created}")
+    .requiredOption('--contact-email <email>', "the server administrator's email, for the service")
+    .action(async (opts) => print(await (await commands()).pushRegister(opts)));
+
   return program;
 }
 

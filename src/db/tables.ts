@@ -434,6 +434,27 @@ export interface SubmessageTable {
   content: string;
 }
 
+/** One sent message whose notifications are still to be worked out (migration 0200). */
+export interface NotificationJobTable {
+  message_id: number;
+  due_at: number;
+  /** Until when a process holds the row (Unix seconds). */
+  claimed_until: number | null;
+}
+
+/** A push or missed-message email owed to one user for one message (migration 0200). */
+export interface NotificationOutboxTable {
+  id: Generated<number>;
+  user_id: number;
+  message_id: number;
+  /** 'push' or 'email'. */
+  kind: string;
+  /** lib/notification_data.ts NotificationTrigger. */
+  trigger: string;
+  due_at: number;
+  claimed_until: number | null;
+}
+
 /** Zulip's ScheduledMessage: a message sent later (delivery_type 1) or a reminder (2). */
 export interface ScheduledMessageTable {
   id: Generated<number>;
@@ -542,6 +563,8 @@ export interface DB {
   bot_services: BotServiceTable;
   submessages: SubmessageTable;
   scheduled_messages: ScheduledMessageTable;
+  notification_jobs: NotificationJobTable;
+  notification_outbox: NotificationOutboxTable;
   channel_folders: ChannelFolderTable;
   channel_email_addresses: ChannelEmailAddressTable;
   missed_message_email_addresses: MissedMessageEmailAddressTable;

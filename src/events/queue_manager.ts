@@ -81,6 +81,14 @@ export abstract class QueueManager {
     return q.id;
   }
 
+  /**
+   * Which of these users have an event queue that receives messages, in any process (the test
+   * of Zulip's receiver_is_off_zulip, for notifications).
+   */
+  async usersWithMessageQueues(userIds: readonly number[]): Promise<Set<number>> {
+    return new Set(userIds.filter((id) => this.local.forUser(id)?.some((q) => q.wants('message'))));
+  }
+
   /** Backend hook: make a new queue known beyond this process. */
   protected async announce(_q: EventQueue): Promise<void> {}
 

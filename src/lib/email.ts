@@ -10,6 +10,9 @@ export interface OutgoingEmail {
   subject: string;
   text: string;
   html?: string;
+  replyTo?: string;
+  headers?: Record<string, string>;
+  messageId?: string;
 }
 
 /**

@@ -16,6 +16,7 @@ import { registerHealthRoutes } from './health/index.js';
 import { registerStaticRoutes } from './static/index.js';
 import { registerIntegrationRoutes } from './integrations/index.js';
 import { registerWebRoutes } from './web/index.js';
+import { registerNotificationRoutes } from './notifications/index.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
 export function registerRoutes(app: FastifyInstance, services: Services): void {
@@ -34,5 +35,6 @@ export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerInviteRoutes(app, services);
   registerFeatureRoutes(app, services);
   registerIntegrationRoutes(app, services);
+  registerNotificationRoutes(app, services);
   registerWebRoutes(app, services);
 }

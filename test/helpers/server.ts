@@ -81,8 +81,8 @@ export const PASSWORD = 'correct horse battery staple';
 
 /**
  * What every test server runs with: loopback on any port, the test owner, quiet logs, no rate
- * limits, no scheduled-message or thumbnail worker (their periodic queries would disturb query
- * counts; the tests of scheduled messages and thumbnails turn them on) and a data directory of its own (the caller removes
+ * limits, no scheduled-message, thumbnail or notification worker (their periodic queries would
+ * disturb query counts; the tests of those features turn them on) and a data directory of its own (the caller removes
  * `dataDir`).
  */
 export function testConfig(databaseUrl: string, overrides: Partial<Config> = {}): Config {
@@ -98,6 +98,7 @@ export function testConfig(databaseUrl: string, overrides: Partial<Config> = {})
     rateLimits: { ...base.rateLimits, enabled: false },
     scheduler: { ...base.scheduler, enabled: false },
     thumbnailer: { ...base.thumbnailer, enabled: false },
+    notifications: { ...base.notifications, enabled: false },
     dataDir: mkdtempSync(join(tmpdir(), 'parley-data-')),
     ...overrides,
   };

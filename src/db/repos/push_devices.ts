@@ -34,3 +34,10 @@ export async function fetchPushDevicesForUsers(db: Tx, userIds: readonly number[
   if (userIds.length === 0) return [];
   return db.selectFrom('push_devices').selectAll().where('user_id', 'in', [...userIds]).orderBy('id').execute();
 }
+
+/** Forgets tokens a push service reported invalid, for every account that registered them (as Zulip does). */
+export async function deletePushDevicesByToken(db: Tx, tokens: readonly { kind: string; token: string }[]): Promise<void> {
+  for (const kind of new Set(tokens.map((t) => t.kind))) {
+    await db.deleteFrom('push_devices').where('kind', '=', kind).where('token', 'in', tokens.filter((t) => t.kind === kind).map((t) => t.token)).execute();
+  }
+}

@@ -7,7 +7,7 @@ import { redisNamespace } from '../../db/identity.js';
 import { JsonableError, type ErrorCode } from '../../errors.js';
 import type { EventBus } from '../bus.js';
 import { BadEventQueueIdError, EventQueue, type QueueSnapshot } from '../queue.js';
-import { QueueManager, type Cancel, type PollRequest, type Respond } from '../queue_manager.js';
+import { MAX_QUEUE_TIMEOUT_SECONDS, QueueManager, type Cancel, type PollRequest, type Respond } from '../queue_manager.js';
 import { decodeEnvelope, encodeEnvelope } from './wire.js';
 
 const ioredis = lazyRequire<typeof import('ioredis')>('ioredis');
@@ -260,6 +260,33 @@ export class RedisQueueManager extends QueueManager {
   protected override async announce(q: EventQueue): Promise<void> {
     const key = this.qkey(q.id);
     await Promise.all([this.cmd.hset(key, 'u', String(q.userId), 'o', this.procId), this.cmd.expire(key, this.ttlSeconds(q))]);
+    if (q.wants('message')) {
+      const userKey = this.userQueuesKey(q.userId);
+      // Outlives any of the user's queue records (each member is checked against its record).
+      await Promise.all([this.cmd.sadd(userKey, q.id), this.cmd.expire(userKey, MAX_QUEUE_TIMEOUT_SECONDS + 300)]);
+    }
+  }
+
+  /** The IDs of a user's message-receiving queues; an ID whose queue record is gone is stale. */
+  private userQueuesKey(userId: number): string {
+    return `${this.prefix}uq:${userId}`;
+  }
+
+  override async usersWithMessageQueues(userIds: readonly number[]): Promise<Set<number>> {
+    const found = await super.usersWithMessageQueues(userIds);
+    await Promise.all(
+      userIds
+        .filter((id) => !found.has(id))
+        .map(async (id) => {
+          const key = this.userQueuesKey(id);
+          const ids = await this.cmd.smembers(key);
+          const live = await Promise.all(ids.map((qid) => this.cmd.exists(this.qkey(qid))));
+          const stale = ids.filter((_, i) => live[i] === 0);
+          if (stale.length) await this.cmd.srem(key, ...stale);
+          if (stale.length < ids.length) found.add(id);
+        }),
+    );
+    return found;
   }
 
   protected override async collectGarbage(): Promise<void> {

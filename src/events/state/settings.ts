@@ -34,7 +34,7 @@ export const fetchSettingsState: StateFetcher = async ({ services, realm, user, 
         user,
         systemGroupNames: new Map(systemGroups.map((g) => [g.id, g.name])),
         inactiveUserIds: new Set(inactive),
-        pushConfigured: services.push !== undefined,
+        pushConfigured: services.push !== undefined && services.push.enabled !== false,
       }),
     );
   }

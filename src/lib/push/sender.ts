@@ -13,18 +13,33 @@ export interface PushDevice {
 /** One notification for one user, to be delivered to each of that user's devices. */
 export interface PushNotification {
   userId: number;
+  realmId: number;
   devices: PushDevice[];
-  /** Zulip's push payload fields (see lib/push/payload.ts). */
+  /** Zulip's FCM data payload (see lib/push/payload.ts). */
   payload: Record<string, unknown>;
+  /** Zulip's APNs payload for the same notification (alert, sound, badge, custom.zulip). */
+  apns: Record<string, unknown>;
+  /** Zulip's gcm_options: `priority` high for messages, normal for removals. */
+  gcmOptions: { priority: 'high' | 'normal' };
+}
+
+export interface PushSendResult {
+  /** Tokens the push service reports as no longer valid: the caller forgets them. */
+  droppedTokens: { kind: PushDeviceKind; token: string }[];
 }
 
 /**
  * Where notifications go. A deployment plugs a real gateway (APNs/FCM, or Zulip's push
- * bouncer) in by setting `services.push`; delivery failures are the sender's to handle
- * and must not throw into message sending.
+ * bouncer) in by setting `services.push`. `send` may throw when the service cannot be reached;
+ * the notification worker then leaves the notification to be tried again.
  */
 export interface PushSender {
-  send(notification: PushNotification): Promise<void>;
+  send(notification: PushNotification): Promise<PushSendResult | void>;
+  /** Whether the service says this server may push (Zulip's realm push_notifications_enabled). */
+  readonly enabled?: boolean;
+  /** Services that keep their own device registry (Zulip's bouncer) learn of devices here. */
+  registerDevice?(realmId: number, userId: number, device: PushDevice): Promise<void>;
+  unregisterDevice?(realmId: number, userId: number, device: Pick<PushDevice, 'kind' | 'token'>): Promise<void>;
 }
 
 /** The default: notifications are written to the log, so development shows what would be sent. */

@@ -43,7 +43,7 @@ export function registerPushRoutes(app: FastifyInstance, services: Services): vo
       params: { token: p.str() },
       handler: async ({ user, params }) => {
         checkPushToken(params.token, 'apns');
-        await doRemovePushDeviceToken(services, await accessPushDevice(services, user, 'apns', params.token));
+        await doRemovePushDeviceToken(services, user, await accessPushDevice(services, user, 'apns', params.token));
       },
     });
   }
@@ -65,7 +65,7 @@ export function registerPushRoutes(app: FastifyInstance, services: Services): vo
     params: { token: p.str() },
     handler: async ({ user, params }) => {
       checkPushToken(params.token, 'fcm');
-      await doRemovePushDeviceToken(services, await accessPushDevice(services, user, 'fcm', params.token));
+      await doRemovePushDeviceToken(services, user, await accessPushDevice(services, user, 'fcm', params.token));
     },
   });
 

@@ -37,7 +37,7 @@ export function registerServerRoutes(app: FastifyInstance, services: Services): 
         zulip_feature_level: ZULIP_FEATURE_LEVEL,
         zulip_version: ZULIP_VERSION,
         zulip_merge_base: ZULIP_MERGE_BASE,
-        push_notifications_enabled: services.push !== undefined,
+        push_notifications_enabled: services.push !== undefined && services.push.enabled !== false,
         is_incompatible: false,
         email_auth_enabled: true,
         require_email_format_usernames: true,

@@ -1,0 +1,240 @@
+import { now, transaction } from '../db/index.js';
+import type { Message } from '../db/tables.js';
+import {
+  claimNotificationJob,
+  claimOutboxRows,
+  deleteClaimedNotificationJob,
+  deleteClaimedOutboxRows,
+  fetchDueNotificationJobIds,
+  fetchDueOutboxUserIds,
+  fetchLastActiveTimes,
+  fetchUnreadAmong,
+  insertNotificationOutboxRows,
+  setActivePushFlag,
+  type NotificationOutboxRow,
+} from '../db/repos/notifications.js';
+import { fetchMessagesByIds, fetchMutingUserIds, fetchRecipientRows } from '../db/repos/messages.js';
+import { deletePushDevicesByToken, fetchPushDevicesForUsers } from '../db/repos/push_devices.js';
+import { fetchRealmById } from '../db/repos/realms.js';
+import { fetchStreamById } from '../db/repos/streams.js';
+import { fetchSubscriptionRows } from '../db/repos/subscriptions.js';
+import { fetchUserTopicsForTopic } from '../db/repos/user_topics.js';
+import { fetchUsersByIds } from '../db/repos/users.js';
+import type { Mailer } from '../lib/email.js';
+import { FLAG_BITS } from '../lib/message_flags.js';
+import { sendMissedMessageEmails } from '../lib/missed_message_email.js';
+import { isIdle, notificationTriggers, type NotificationTrigger, type RecipientFacts } from '../lib/notification_data.js';
+import { pushSender } from '../lib/push/notify.js';
+import { formatApnsPayload, formatPushPayload, formatRemovePayloads } from '../lib/push/payload.js';
+import type { PushDeviceKind } from '../lib/push/sender.js';
+import { userSettings } from '../lib/user_settings.js';
+import { VISIBILITY_INHERIT } from '../lib/topics.js';
+import type { Services } from '../services.js';
+
+/** How long a process holds a job or outbox rows while it works on them; another may retry after. */
+export const NOTIFICATION_CLAIM_SECONDS = 60;
+
+class ClaimLost extends Error {}
+
+/** A push, the removal of pushes (messages read since), or a missed-message email. */
+type OutboxKind = 'push' | 'remove' | 'email';
+
+const flag = (v: number | null): boolean | null => (v === null ? null : v !== 0);
+
+/**
+ * Works out who is notified of one sent message (Zulip's get_recipient_info and
+ * process_message_event, lib/notification_data.ts) and turns its job into outbox rows: a push
+ * due now, a missed-message email due after the recipient's email_notifications_batching_period_seconds.
+ * Idleness is judged now, when the job runs, which is right after the send unless no process
+ * was running. Returns whether this process did the job (false: another holds it).
+ */
+export async function processNotificationJob(services: Services, messageId: number): Promise<boolean> {
+  const db = services.db.kysely;
+  const at = now();
+  const until = at + NOTIFICATION_CLAIM_SECONDS;
+  if (!(await claimNotificationJob(db, messageId, at, until))) return false;
+  const rows = await planNotifications(services, messageId, at);
+  try {
+    await transaction(services.db, async (tx) => {
+      await insertNotificationOutboxRows(tx, rows);
+      if (!(await deleteClaimedNotificationJob(tx, messageId, until))) throw new ClaimLost();
+    });
+  } catch (e) {
+    if (e instanceof ClaimLost) return false;
+    throw e;
+  }
+  return true;
+}
+
+interface PlannedRow {
+  user_id: number;
+  message_id: number;
+  kind: 'push' | 'email';
+  trigger: NotificationTrigger;
+  due_at: number;
+}
+
+async function planNotifications(services: Services, messageId: number, at: number): Promise<PlannedRow[]> {
+  const db = services.db.kysely;
+  const found = await db.selectFrom('messages').select(['id', 'realm_id']).where('id', '=', messageId).executeTakeFirst();
+  if (!found) return [];
+  const [message] = await fetchMessagesByIds(db, found.realm_id, [messageId]);
+  if (!message) return [];
+  const recipients = (await fetchRecipientRows(db, [messageId])).filter((r) => r.user_id !== message.sender_id);
+  if (recipients.length === 0) return [];
+  const ids = recipients.map((r) => r.user_id);
+  const users = new Map((await fetchUsersByIds(db, message.realm_id, ids)).filter((u) => u.is_active).map((u) => [u.id, u]));
+  const isPrivate = message.type === 'private';
+  const subs = isPrivate ? new Map() : new Map((await fetchSubscriptionRows(db, ids, [message.stream_id!])).filter((s) => s.active).map((s) => [s.user_id, s]));
+  const policies = isPrivate ? new Map<number, number>() : new Map((await fetchUserTopicsForTopic(db, ids, message.stream_id!, message.topic_lc)).map((r) => [r.user_id, r.visibility_policy]));
+  const muting = await fetchMutingUserIds(db, message.sender_id);
+  const m = { senderId: message.sender_id, isPrivate, disableExternalNotifications: false };
+
+  const facts: RecipientFacts[] = [];
+  for (const r of recipients) {
+    const u = users.get(r.user_id);
+    if (!u) continue;
+    const sub = subs.get(r.user_id);
+    if (!isPrivate && !sub) continue;
+    facts.push({
+      userId: u.id,
+      isBot: !!u.is_bot,
+      flags: r.flags,
+      settings: userSettings(u),
+      subscription: sub
+        ? { is_muted: !!sub.is_muted, push_notifications: flag(sub.push_notifications), email_notifications: flag(sub.email_notifications), wildcard_mentions_notify: flag(sub.wildcard_mentions_notify) }
+        : null,
+      visibilityPolicy: policies.get(r.user_id) ?? VISIBILITY_INHERIT,
+      mutesSender: muting.has(r.user_id),
+    });
+  }
+  // As Zulip does, idleness is looked up only for those the message could notify at all.
+  const candidates = facts.filter((f) => {
+    const d = notificationTriggers(m, f, true);
+    return d.push !== null || d.email !== null;
+  });
+  if (candidates.length === 0) return [];
+  const candidateIds = candidates.map((f) => f.userId);
+  const [withQueues, lastActive] = await Promise.all([services.queues.usersWithMessageQueues(candidateIds), fetchLastActiveTimes(db, candidateIds)]);
+  const out: PlannedRow[] = [];
+  for (const f of candidates) {
+    const idle = isIdle(withQueues.has(f.userId), lastActive.get(f.userId) ?? null, at, false);
+    const d = notificationTriggers(m, f, idle);
+    if (d.push) out.push({ user_id: f.userId, message_id: messageId, kind: 'push', trigger: d.push, due_at: at });
+    if (d.email) {
+      const u = users.get(f.userId)!;
+      if (u.delivery_email) out.push({ user_id: f.userId, message_id: messageId, kind: 'email', trigger: d.email, due_at: at + userSettings(u).email_notifications_batching_period_seconds });
+    }
+  }
+  return out;
+}
+
+/** Works through due jobs until none is left that another process does not hold. */
+export async function processDueNotificationJobs(services: Services): Promise<number> {
+  let done = 0;
+  for (;;) {
+    const ids = await fetchDueNotificationJobIds(services.db.kysely, now(), 100);
+    let progressed = false;
+    for (const id of ids) {
+      if (await processNotificationJob(services, id)) {
+        done++;
+        progressed = true;
+      }
+    }
+    if (ids.length < 100 || !progressed) return done;
+  }
+}
+
+/**
+ * Delivers one user's due rows of `kind`. Messages the user has read by now (or that were
+ * deleted) are left out, as Zulip's workers skip them. The rows are deleted once delivered;
+ * a process killed between the peer's acceptance and that deletion delivers them again after
+ * the claim lapses.
+ */
+async function deliverOutbox(services: Services, mailer: Mailer, userId: number, kind: OutboxKind): Promise<void> {
+  const db = services.db.kysely;
+  const at = now();
+  const until = at + NOTIFICATION_CLAIM_SECONDS;
+  const rows = await claimOutboxRows(db, userId, kind, at, until);
+  if (rows.length === 0) return;
+  if (kind === 'remove') {
+    await deliverRemoval(services, userId, rows);
+  } else {
+    const unread = await fetchUnreadAmong(db, userId, rows.map((r) => r.message_id), FLAG_BITS.read);
+    const wanted = rows.filter((r) => unread.has(r.message_id));
+    if (wanted.length && kind === 'push') await deliverPush(services, userId, wanted);
+    else if (wanted.length) await sendMissedMessageEmails(services, mailer, userId, wanted);
+  }
+  await deleteClaimedOutboxRows(db, rows.map((r) => r.id), until);
+}
+
+async function deliverPush(services: Services, userId: number, rows: readonly NotificationOutboxRow[]): Promise<void> {
+  const db = services.db.kysely;
+  const devices = (await fetchPushDevicesForUsers(db, [userId])).map((d) => ({ kind: d.kind as PushDeviceKind, token: d.token, appId: d.app_id }));
+  if (devices.length === 0) return;
+  const user = (await db.selectFrom('users').select(['realm_id']).where('id', '=', userId).executeTakeFirst())!;
+  const realm = (await fetchRealmById(db, user.realm_id))!;
+  const messages = new Map((await fetchMessagesByIds(db, realm.id, rows.map((r) => r.message_id))).map((m) => [m.id, m]));
+  const peopleIds = new Set<number>();
+  for (const m of messages.values()) {
+    peopleIds.add(m.sender_id);
+    for (const id of (m.dm_key ?? '').split(',').filter(Boolean)) peopleIds.add(Number(id));
+  }
+  const people = new Map((await fetchUsersByIds(db, realm.id, [...peopleIds])).map((u) => [u.id, u]));
+  const sender = pushSender(services);
+  for (const row of rows) {
+    const message: Message | undefined = messages.get(row.message_id);
+    const from = message && people.get(message.sender_id);
+    if (!message || !from) continue;
+    const streamName = message.stream_id === null ? null : ((await fetchStreamById(db, realm.id, message.stream_id))?.name ?? null);
+    const groupNames = message.dm_key === null ? null : message.dm_key.split(',').map((id) => people.get(Number(id))?.full_name ?? '');
+    const pm = { message, sender: from, streamName, groupNames };
+    const trigger = row.trigger as NotificationTrigger;
+    const result = await sender.send({
+      userId,
+      realmId: realm.id,
+      devices,
+      payload: formatPushPayload(services.config, realm, userId, pm),
+      apns: formatApnsPayload(services.config, realm, userId, pm, trigger),
+      gcmOptions: { priority: 'high' },
+    });
+    // Zulip's active_mobile_push_notification: reading the message later takes the notification back.
+    await setActivePushFlag(db, userId, [message.id], true);
+    if (result?.droppedTokens.length) await deletePushDevicesByToken(db, result.droppedTokens);
+  }
+}
+
+/**
+ * Zulip's handle_remove_push_notification: the user read messages whose push notification is
+ * still showing, so their devices take it back (the `remove` event).
+ */
+async function deliverRemoval(services: Services, userId: number, rows: readonly NotificationOutboxRow[]): Promise<void> {
+  const db = services.db.kysely;
+  const ids = rows.map((r) => r.message_id);
+  const devices = (await fetchPushDevicesForUsers(db, [userId])).map((d) => ({ kind: d.kind as PushDeviceKind, token: d.token, appId: d.app_id }));
+  if (devices.length) {
+    const user = (await db.selectFrom('users').select(['realm_id']).where('id', '=', userId).executeTakeFirst())!;
+    const realm = (await fetchRealmById(db, user.realm_id))!;
+    const { gcm, apns } = formatRemovePayloads(services.config, realm, userId, ids);
+    const result = await pushSender(services).send({ userId, realmId: realm.id, devices, payload: gcm, apns, gcmOptions: { priority: 'normal' } });
+    if (result?.droppedTokens.length) await deletePushDevicesByToken(db, result.droppedTokens);
+  }
+  await setActivePushFlag(db, userId, ids, false);
+}
+
+/** Delivers every user's due push notifications and missed-message emails. */
+export async function deliverDueNotifications(services: Services, mailer: Mailer): Promise<void> {
+  for (const kind of ['push', 'remove', 'email'] as const) {
+    for (;;) {
+      const users = await fetchDueOutboxUserIds(services.db.kysely, kind, now(), 100);
+      for (const userId of users) {
+        try {
+          await deliverOutbox(services, mailer, userId, kind);
+        } catch (e) {
+          services.log.error({ err: e, userId, kind }, 'notification delivery failed');
+        }
+      }
+      if (users.length < 100) break;
+    }
+  }
+}

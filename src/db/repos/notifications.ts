@@ -1,0 +1,136 @@
+import { sql, type Insertable, type Selectable } from 'kysely';
+import type { Tx } from '../index.js';
+import type { NotificationOutboxTable } from '../tables.js';
+
+export type NotificationOutboxRow = Selectable<NotificationOutboxTable>;
+
+/** Part of sending: one job per message, in the message's transaction (a single INSERT for a batch). */
+export async function insertNotificationJobs(db: Tx, rows: readonly { message_id: number; due_at: number }[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db.insertInto('notification_jobs').values([...rows]).execute();
+}
+
+/** Message IDs of jobs due at `at` that nobody is working on, oldest first. */
+export async function fetchDueNotificationJobIds(db: Tx, at: number, limit: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('notification_jobs')
+    .select('message_id')
+    .where('due_at', '<=', at)
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', at)]))
+    .orderBy('message_id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => Number(r.message_id));
+}
+
+/**
+ * Takes the lease on a job: one UPDATE that succeeds for exactly one process (PostgreSQL
+ * re-checks the WHERE clause after a concurrent claim's row lock; SQLite has one writer).
+ */
+export async function claimNotificationJob(db: Tx, messageId: number, at: number, until: number): Promise<boolean> {
+  const r = await db
+    .updateTable('notification_jobs')
+    .set({ claimed_until: until })
+    .where('message_id', '=', messageId)
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', at)]))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Deletes a job if the caller's lease still holds; false when it lapsed and another process took it. */
+export async function deleteClaimedNotificationJob(db: Tx, messageId: number, claimedUntil: number): Promise<boolean> {
+  const r = await db.deleteFrom('notification_jobs').where('message_id', '=', messageId).where('claimed_until', '=', claimedUntil).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}
+
+export async function insertNotificationOutboxRows(db: Tx, rows: readonly Insertable<NotificationOutboxTable>[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db.insertInto('notification_outbox').values([...rows]).execute();
+}
+
+/** Users with an unclaimed `kind` row due at `at`, oldest due first. */
+export async function fetchDueOutboxUserIds(db: Tx, kind: string, at: number, limit: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('notification_outbox')
+    .select('user_id')
+    .where('kind', '=', kind)
+    .where('due_at', '<=', at)
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', at)]))
+    .groupBy('user_id')
+    .orderBy((eb) => eb.fn.min('due_at'))
+    .limit(limit)
+    .execute();
+  return rows.map((r) => Number(r.user_id));
+}
+
+/**
+ * Takes the lease on every unclaimed `kind` row of a user's (due or not: a missed-message email
+ * gathers what arrived during the batching period) and returns them, oldest message first.
+ */
+export async function claimOutboxRows(db: Tx, userId: number, kind: string, at: number, until: number): Promise<NotificationOutboxRow[]> {
+  const rows = await db
+    .updateTable('notification_outbox')
+    .set({ claimed_until: until })
+    .where('user_id', '=', userId)
+    .where('kind', '=', kind)
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', at)]))
+    .returningAll()
+    .execute();
+  return rows.map((r) => ({ ...r, id: Number(r.id), user_id: Number(r.user_id), message_id: Number(r.message_id), due_at: Number(r.due_at) })).sort((a, b) => a.message_id - b.message_id);
+}
+
+/** Deletes delivered (or dropped) rows the caller still holds. */
+export async function deleteClaimedOutboxRows(db: Tx, ids: readonly number[], claimedUntil: number): Promise<void> {
+  if (ids.length === 0) return;
+  await db.deleteFrom('notification_outbox').where('id', 'in', [...ids]).where('claimed_until', '=', claimedUntil).execute();
+}
+
+/** When the next job or outbox row falls due after `after` (Unix seconds), or null. */
+export async function fetchNextNotificationDue(db: Tx, after: number): Promise<number | null> {
+  const [a, b] = await Promise.all([
+    db.selectFrom('notification_jobs').select((eb) => eb.fn.min('due_at').as('next')).where('due_at', '>', after).executeTakeFirst(),
+    db.selectFrom('notification_outbox').select((eb) => eb.fn.min('due_at').as('next')).where('due_at', '>', after).executeTakeFirst(),
+  ]);
+  const times = [a?.next, b?.next].filter((t) => t !== null && t !== undefined).map(Number);
+  return times.length ? Math.min(...times) : null;
+}
+
+/** Last-active times of these users (users without a presence row are absent). */
+export async function fetchLastActiveTimes(db: Tx, userIds: readonly number[]): Promise<Map<number, number | null>> {
+  if (userIds.length === 0) return new Map();
+  const rows = await db.selectFrom('presence').select(['user_id', 'last_active_time']).where('user_id', 'in', [...userIds]).execute();
+  return new Map(rows.map((r) => [Number(r.user_id), r.last_active_time === null ? null : Number(r.last_active_time)]));
+}
+
+/** Which of these messages `userId` has received and not read. */
+export async function fetchUnreadAmong(db: Tx, userId: number, messageIds: readonly number[], readBit: number): Promise<Set<number>> {
+  if (messageIds.length === 0) return new Set();
+  const rows = await db.selectFrom('user_messages').select(['message_id', 'flags']).where('user_id', '=', userId).where('message_id', 'in', [...messageIds]).execute();
+  return new Set(rows.filter((r) => (Number(r.flags) & readBit) === 0).map((r) => Number(r.message_id)));
+}
+
+const ACTIVE_PUSH = 512;
+
+/** Sets or clears Zulip's active_mobile_push_notification flag on a user's copies of these messages. */
+export async function setActivePushFlag(db: Tx, userId: number, messageIds: readonly number[], on: boolean): Promise<void> {
+  if (messageIds.length === 0) return;
+  await db
+    .updateTable('user_messages')
+    .set({ flags: on ? sql<number>`flags | ${sql.lit(ACTIVE_PUSH)}` : sql<number>`flags & ${sql.lit(~ACTIVE_PUSH)}` })
+    .where('user_id', '=', userId)
+    .where('message_id', 'in', [...messageIds])
+    .execute();
+}
+
+/** Which of these messages of a user's still show a push notification. */
+export async function fetchActivePushMessageIds(db: Tx, userId: number, messageIds: readonly number[]): Promise<number[]> {
+  if (messageIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('user_messages')
+    .select('message_id')
+    .where('user_id', '=', userId)
+    .where('message_id', 'in', [...messageIds])
+    .where(sql<boolean>`(flags & ${sql.lit(ACTIVE_PUSH)}) != 0`)
+    .execute();
+  return rows.map((r) => Number(r.message_id));
+}
