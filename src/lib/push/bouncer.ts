@@ -81,7 +81,7 @@ export class BouncerPushSender implements PushSender {
       'User-Agent': `ZulipServer/${ZULIP_VERSION}`,
       'Content-Type': json ? 'application/json' : 'application/x-www-form-urlencoded',
     };
-    const payload = json ? JSON.stringify(body) : new URLSearchParams(Object.entries(body).map(([k, v]) => [k, String(v)])).toString();
+    const payload = json ? JSON.stringify(body) : new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)])).toString();
     let wait = FIRST_RETRY_MS;
     for (let attempt = 1; ; attempt++) {
       let res: Response | null = null;
