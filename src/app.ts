@@ -19,6 +19,7 @@ import { serveLongPollsDirectly } from './routes/events/long_poll.js';
 import { ScheduledMessageWorker } from './workers/scheduled_messages.js';
 import type { EmailGatewayServer } from './workers/email_gateway.js';
 import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
+import { LdapSyncWorker } from './workers/ldap_sync.js';
 
 export interface App {
   fastify: FastifyInstance;
@@ -115,6 +116,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.scheduler = scheduler;
     scheduler.start();
   }
+  const ldapSync = config.ldap && config.ldap.syncIntervalMinutes > 0 ? new LdapSyncWorker(services, config.ldap) : null;
+  ldapSync?.start();
   // Loaded only where configured: its MIME parser costs every other start for nothing.
   const emailGateway = config.emailGateway.port !== null ? new (await import('./workers/email_gateway.js')).EmailGatewayServer(services) : null;
   if (emailGateway) {
@@ -130,6 +133,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await emailGateway?.close();
       await fastify.close();
       await scheduler?.stop();
+      await ldapSync?.stop();
       await outgoingWebhooks.stop();
       await queues.close();
       await services.rateLimiter.close();

@@ -71,6 +71,11 @@ export function buildProgram(io: CliOutput = processOutput): Command {
     .option('--password <password>', 'password of every demo user', 'parley-demo')
     .action(async (opts) => print(await (await commands()).demo(realm(), opts)));
 
+  program
+    .command('sync-ldap')
+    .description('update names, avatars, profile fields and active status from the directory (PARLEY_LDAP_*); prints counts')
+    .action(async () => print(await (await commands()).syncLdap(realm())));
+
   return program;
 }
 

@@ -22,6 +22,7 @@ import {
 } from '../user_settings.js';
 import { realmIconUrl, realmLogoUrl, realmUrl } from '../urls.js';
 import { renderMarkdown } from '../markdown/index.js';
+import { realmAuthMethods } from '../auth_methods.js';
 import {
   MAX_FILE_UPLOAD_SIZE_MIB,
   MAX_MESSAGE_LENGTH,
@@ -55,9 +56,6 @@ export const REPORT_MESSAGE_REASONS: Record<string, string> = {
   norms: 'Violates community norms',
   other: 'Other reason',
 };
-
-/** The authentication backends this server supports (Zulip's backend names), and whether enabled. */
-export const AUTHENTICATION_METHODS: Record<string, boolean> = { Email: true };
 
 const SYSTEM_GROUP_NAMES = ['role:internet', 'role:everyone', 'role:members', 'role:fullmembers', 'role:moderators', 'role:administrators', 'role:owners', 'role:nobody'];
 
@@ -162,11 +160,12 @@ export function formatRealmState(ctx: RealmStateContext): Record<string, unknown
   state.realm_allow_edit_history = s.message_edit_history_visibility_policy !== 'none';
   state.realm_allow_message_editing = ctx.user === null ? false : s.allow_message_editing;
   state.realm_presence_disabled = ctx.user === null;
+  const methods = realmAuthMethods(config, realm);
   state.realm_authentication_methods = Object.fromEntries(
-    Object.entries(AUTHENTICATION_METHODS).map(([k, enabled]) => [k, { enabled, available: true }]),
+    Object.entries(methods).map(([k, enabled]) => [k, { enabled, available: true }]),
   );
-  state.realm_email_auth_enabled = true;
-  state.realm_password_auth_enabled = true;
+  state.realm_email_auth_enabled = !!methods.Email;
+  state.realm_password_auth_enabled = !!(methods.Email || methods.LDAP);
   state.realm_digest_emails_enabled = s.digest_emails_enabled && config.smtpUrl !== null;
   state.settings_send_digest_emails = config.smtpUrl !== null;
   state.realm_push_notifications_enabled = s.push_notifications_enabled || ctx.pushConfigured;
