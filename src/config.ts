@@ -84,6 +84,8 @@ export interface Config {
   deleteTopic: { batchSize: number; timeBudgetMs: number };
   /** A directory service (Zulip's ZulipLDAPAuthBackend); null when PARLEY_LDAP_URL is unset. */
   ldap: LdapConfig | null;
+  /** Zulip's JWT_AUTH_KEYS for POST /jwt/fetch_api_key: the shared key and accepted algorithms; null: off. */
+  jwt: { key: string; algorithms: string[] } | null;
 }
 
 /**
@@ -238,6 +240,9 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       timeBudgetMs: int(e.PARLEY_DELETE_TOPIC_TIME_BUDGET_MS, 50_000),
     },
     ldap: ldapConfig(e),
+    jwt: e.PARLEY_JWT_KEY
+      ? { key: e.PARLEY_JWT_KEY, algorithms: (e.PARLEY_JWT_ALGORITHMS ?? 'HS256').split(',').map((a) => a.trim()).filter(Boolean) }
+      : null,
     ...overrides,
   };
   return config;

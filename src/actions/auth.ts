@@ -3,6 +3,7 @@ import type { Realm, User } from '../db/tables.js';
 import { fetchUserByEmail } from '../db/repos/users.js';
 import { DUMMY_PASSWORD_HASH, verifyPassword } from '../lib/secrets.js';
 import { checkLdapLogin } from './ldap.js';
+import { jwtVerify, errors as joseErrors } from 'jose';
 import type { Services } from '../services.js';
 
 const authenticationFailed = (): JsonableError =>
@@ -39,5 +40,39 @@ export async function checkFetchApiKey(services: Services, realm: Realm, usernam
   if (realm.deactivated) throw new JsonableError('This organization has been deactivated', 'REALM_DEACTIVATED', 401);
   if (!user.is_active) throw new JsonableError('Account is deactivated', 'USER_DEACTIVATED', 401);
   services.log.info({ realm: realm.id, user: user.id, method }, 'login');
+  return user;
+}
+
+/**
+ * Zulip's jwt_fetch_api_key: a token signed with the configured key whose `email` claim names an
+ * account of this organization. A token is as good as a password, so attempts are rate-limited
+ * per address like passwords.
+ */
+export async function checkJwtFetchApiKey(services: Services, realm: Realm, token: string): Promise<User> {
+  const jwt = services.config.jwt;
+  if (!jwt) throw new JsonableError('JWT authentication is not enabled for this organization', 'BAD_REQUEST', 400);
+  if (!token) throw new JsonableError('No JSON web token passed in request', 'BAD_REQUEST', 400);
+  let email: unknown;
+  try {
+    const { payload } = await jwtVerify(token, new TextEncoder().encode(jwt.key), { algorithms: jwt.algorithms });
+    email = payload.email;
+  } catch (e) {
+    if (e instanceof joseErrors.JOSEError) {
+      services.log.info({ realm: realm.id, method: 'jwt', code: e.code }, 'login refused');
+      throw new JsonableError('Bad JSON web token', 'BAD_REQUEST', 400);
+    }
+    throw e;
+  }
+  if (typeof email !== 'string' || !email) throw new JsonableError('No email specified in JSON web token claims', 'BAD_REQUEST', 400);
+  await services.rateLimiter.checkAuthAttempt(realm.id, email);
+  const user = await fetchUserByEmail(services.db.kysely, realm.id, email);
+  if (!user || user.is_bot) {
+    services.log.info({ realm: realm.id, method: 'jwt', username: email }, 'login refused');
+    throw authenticationFailed();
+  }
+  if (realm.deactivated) throw new JsonableError('This organization has been deactivated', 'REALM_DEACTIVATED', 401);
+  if (!user.is_active) throw new JsonableError('Account is deactivated', 'USER_DEACTIVATED', 401);
+  await services.rateLimiter.clearAuthAttempts(realm.id, email);
+  services.log.info({ realm: realm.id, user: user.id, method: 'jwt' }, 'login');
   return user;
 }
