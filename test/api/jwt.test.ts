@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SignJWT } from 'jose';
 import { forEachDatabase, type TestServer } from '../helpers/server.js';
+import type { ParamValue } from '../helpers/client.js';
 import { err, ok } from '../helpers/assert.js';
 import { assertConforms } from '../helpers/openapi.js';
 import { doDeactivateUser, doReactivateUser } from '../../src/actions/users.js';
@@ -14,7 +15,7 @@ const sign = (claims: Record<string, unknown>, key = KEY, alg = 'HS256') =>
 forEachDatabase(
   'JWT fetch_api_key',
   (server) => {
-    const post = (s: TestServer, params: Record<string, unknown>) => s.anonymous.post('/jwt/fetch_api_key', params);
+    const post = (s: TestServer, params: Record<string, ParamValue>) => s.anonymous.post('/jwt/fetch_api_key', params);
 
     test('a token with the email claim gives the API key, and the profile when asked', async () => {
       const s = server();
