@@ -86,6 +86,10 @@ export interface Config {
   ldap: LdapConfig | null;
   /** Zulip's JWT_AUTH_KEYS for POST /jwt/fetch_api_key: the shared key and accepted algorithms; null: off. */
   jwt: { key: string; algorithms: string[] } | null;
+  /** Zulip's PASSWORD_MIN_LENGTH and PASSWORD_MIN_GUESSES (zxcvbn's estimate of guesses needed). */
+  passwords: { minLength: number; minGuesses: number };
+  /** How long a password reset link works (Zulip: one day). */
+  passwordResetExpiryMinutes: number;
 }
 
 /**
@@ -240,6 +244,8 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       timeBudgetMs: int(e.PARLEY_DELETE_TOPIC_TIME_BUDGET_MS, 50_000),
     },
     ldap: ldapConfig(e),
+    passwords: { minLength: int(e.PARLEY_PASSWORD_MIN_LENGTH, 6), minGuesses: int(e.PARLEY_PASSWORD_MIN_GUESSES, 10000) },
+    passwordResetExpiryMinutes: int(e.PARLEY_PASSWORD_RESET_EXPIRY_MINUTES, 1440),
     jwt: e.PARLEY_JWT_KEY
       ? { key: e.PARLEY_JWT_KEY, algorithms: (e.PARLEY_JWT_ALGORITHMS ?? 'HS256').split(',').map((a) => a.trim()).filter(Boolean) }
       : null,

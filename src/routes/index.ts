@@ -16,6 +16,7 @@ import { registerHealthRoutes } from './health/index.js';
 import { registerStaticRoutes } from './static/index.js';
 import { registerIntegrationRoutes } from './integrations/index.js';
 import { registerWebRoutes } from './web/index.js';
+import { registerPasswordResetRoutes } from './web/password_reset.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
 export function registerRoutes(app: FastifyInstance, services: Services): void {
@@ -35,4 +36,5 @@ export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerFeatureRoutes(app, services);
   registerIntegrationRoutes(app, services);
   registerWebRoutes(app, services);
+  registerPasswordResetRoutes(app, services);
 }
