@@ -3,6 +3,7 @@ import type { Realm, User } from '../db/tables.js';
 import { fetchUserByEmail } from '../db/repos/users.js';
 import { DUMMY_PASSWORD_HASH, verifyPassword } from '../lib/secrets.js';
 import { checkLdapLogin } from './ldap.js';
+import { realmAuthMethods } from '../lib/auth_methods.js';
 import { jwtVerify, errors as joseErrors } from 'jose';
 import type { Services } from '../services.js';
 
@@ -19,7 +20,8 @@ const authenticationFailed = (): JsonableError =>
 export async function checkFetchApiKey(services: Services, realm: Realm, username: string, password: string): Promise<User> {
   // Password guessing: Zulip's authenticate_by_username allows a few attempts per username.
   await services.rateLimiter.checkAuthAttempt(realm.id, username);
-  const ldap = services.config.ldap;
+  const methods = realmAuthMethods(services.config, realm);
+  const ldap = methods.LDAP ? services.config.ldap : null;
   let user: User | undefined;
   let method = 'password';
   try {
@@ -28,6 +30,12 @@ export async function checkFetchApiKey(services: Services, realm: Realm, usernam
       user = fromDirectory;
       method = 'ldap';
     } else {
+      if (!methods.Email) {
+        // Zulip's PASSWORD_AUTH_DISABLED when no password backend is on; with the directory on, an unknown name.
+        if (!ldap) throw new JsonableError('Password authentication is disabled in this organization', 'PASSWORD_AUTH_DISABLED', 401);
+        await verifyPassword(password, DUMMY_PASSWORD_HASH);
+        throw authenticationFailed();
+      }
       user = await fetchUserByEmail(services.db.kysely, realm.id, username);
       const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
       if (!user || !ok || user.is_bot) throw authenticationFailed();

@@ -10,6 +10,7 @@ import { realmSettings } from '../../src/lib/realm_settings.js';
 import { ROLE_MODERATOR } from '../../src/lib/roles.js';
 import type { LdapConfig } from '../../src/config.js';
 import { main } from '../../src/cli/main.js';
+import { captureEvents } from '../helpers/bus.js';
 
 /** A 1x1 PNG, stored as alice's jpegPhoto (Zulip sniffs the type, as we do). */
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
@@ -119,6 +120,38 @@ for (const kind of testDatabases()) {
       assert.equal(body.require_email_format_usernames, false);
       const reg = ok(await s.cast.hamlet.client.post('/register', { fetch_event_types: JSON.stringify(['realm']) }));
       assert.deepEqual(reg.realm_authentication_methods, { Email: { enabled: true, available: true }, LDAP: { enabled: true, available: true } });
+    });
+
+    test('authentication_methods in PATCH /realm: owners only, known methods, never none and never none the owner can use', async () => {
+      const owner = s.cast.owner.client;
+      const methods = (m: Record<string, boolean>) => ({ authentication_methods: JSON.stringify(m) });
+      err(await s.cast.admin.client.patch('/realm', methods({ LDAP: false })), 400, 'UNAUTHORIZED_PRINCIPAL', 'Must be an organization owner');
+      err(await owner.patch('/realm', methods({ Email: false, LDAP: false })), 400, 'BAD_REQUEST', 'At least one authentication method must be enabled.');
+      err(await owner.patch('/realm', methods({ GitHub: true })), 400, 'BAD_REQUEST', 'Invalid authentication method: GitHub');
+      // The owner has a Parley password but no directory entry: switching passwords off would lock them out.
+      err(await owner.patch('/realm', methods({ Email: false })), 400, 'BAD_REQUEST', 'You would not be able to log in with any enabled authentication method; keep one you can use enabled.');
+
+      const { result, events } = await captureEvents(s, () => owner.patch('/realm', methods({ LDAP: false })));
+      assert.deepEqual(ok(result).authentication_methods, { Email: true, LDAP: false });
+      assert.deepEqual(
+        events.map((e) => e.event),
+        [{ type: 'realm', op: 'update_dict', property: 'default', data: { authentication_methods: { Email: { enabled: true, available: true }, LDAP: { enabled: false, available: true } } } }],
+      );
+      const settings = ok(await s.anonymous.get('/server_settings'));
+      assert.deepEqual([settings.authentication_methods.ldap, settings.require_email_format_usernames], [false, true]);
+      // The directory is no longer asked: hamlet's directory password fails, his Parley password works.
+      err(await fetchKey('hamlet', 'hamlet directory pw'), 401, 'AUTHENTICATION_FAILED');
+      assert.equal(ok(await fetchKey('hamlet@example.com', PASSWORD)).user_id, s.cast.hamlet.user.id);
+
+      // An owner in the directory may switch passwords off; then only the directory lets anyone in.
+      ok(await owner.patch(`/users/${s.cast.hamlet.user.id}`, { role: 100 }));
+      ok(await s.cast.hamlet.client.patch('/realm', methods({ LDAP: true, Email: false })));
+      assert.equal(ok(await s.anonymous.get('/server_settings')).email_auth_enabled, false);
+      err(await fetchKey(OWNER_EMAIL, PASSWORD), 401, 'AUTHENTICATION_FAILED', 'Your username or password is incorrect');
+      assert.equal(ok(await fetchKey('hamlet', 'hamlet directory pw')).user_id, s.cast.hamlet.user.id);
+      ok(await s.cast.hamlet.client.patch('/realm', methods({ Email: true })));
+      ok(await owner.patch(`/users/${s.cast.hamlet.user.id}`, { role: 400 }));
+      assert.equal(ok(await fetchKey(OWNER_EMAIL, PASSWORD)).email, OWNER_EMAIL);
     });
 
     test('a directory person logs in by directory username and by email; their Parley password no longer works', async () => {

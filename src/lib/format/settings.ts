@@ -22,7 +22,7 @@ import {
 } from '../user_settings.js';
 import { realmIconUrl, realmLogoUrl, realmUrl } from '../urls.js';
 import { renderMarkdown } from '../markdown/index.js';
-import { realmAuthMethods } from '../auth_methods.js';
+import { formatRealmAuthMethods, realmAuthMethods } from '../auth_methods.js';
 import {
   MAX_FILE_UPLOAD_SIZE_MIB,
   MAX_MESSAGE_LENGTH,
@@ -159,9 +159,7 @@ export function formatRealmState(ctx: RealmStateContext): Record<string, unknown
   state.realm_allow_message_editing = ctx.user === null ? false : s.allow_message_editing;
   state.realm_presence_disabled = ctx.user === null;
   const methods = realmAuthMethods(config, realm);
-  state.realm_authentication_methods = Object.fromEntries(
-    Object.entries(methods).map(([k, enabled]) => [k, { enabled, available: true }]),
-  );
+  state.realm_authentication_methods = formatRealmAuthMethods(config, realm);
   state.realm_email_auth_enabled = !!methods.Email;
   state.realm_password_auth_enabled = !!(methods.Email || methods.LDAP);
   state.realm_digest_emails_enabled = s.digest_emails_enabled && config.smtpUrl !== null;
