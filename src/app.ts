@@ -21,6 +21,7 @@ import { NotificationWorker } from './workers/notifications.js';
 import type { EmailGatewayServer } from './workers/email_gateway.js';
 import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
 import { ThumbnailWorker } from './workers/thumbnails.js';
+import { LdapSyncWorker } from './workers/ldap_sync.js';
 
 export interface App {
   fastify: FastifyInstance;
@@ -128,6 +129,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.notifications = notifications;
     notifications.start();
   }
+  const ldapSync = config.ldap && config.ldap.syncIntervalMinutes > 0 ? new LdapSyncWorker(services, config.ldap) : null;
+  ldapSync?.start();
   // Loaded only where configured: its MIME parser costs every other start for nothing.
   const emailGateway = config.emailGateway.port !== null ? new (await import('./workers/email_gateway.js')).EmailGatewayServer(services) : null;
   if (emailGateway) {
@@ -145,6 +148,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await scheduler?.stop();
       await thumbnailer?.stop();
       await notifications?.stop();
+      await ldapSync?.stop();
       await outgoingWebhooks.stop();
       await queues.close();
       await services.rateLimiter.close();

@@ -88,6 +88,78 @@ export interface Config {
   outgoingWebhookTimeoutMs: number;
   /** Topic deletion works in batches of this many messages, newest first, within this time budget. */
   deleteTopic: { batchSize: number; timeBudgetMs: number };
+  /** A directory service (Zulip's ZulipLDAPAuthBackend); null when PARLEY_LDAP_URL is unset. */
+  ldap: LdapConfig | null;
+  /** Zulip's JWT_AUTH_KEYS for POST /jwt/fetch_api_key: the shared key and accepted algorithms; null: off. */
+  jwt: { key: string; algorithms: string[] } | null;
+  /** Zulip's PASSWORD_MIN_LENGTH and PASSWORD_MIN_GUESSES (zxcvbn's estimate of guesses needed). */
+  passwords: { minLength: number; minGuesses: number };
+  /** How long a password reset link works (Zulip: one day). */
+  passwordResetExpiryMinutes: number;
+}
+
+/**
+ * How to reach the directory and read people from it. Templates use django-auth-ldap's
+ * `%(user)s` (and `%(email)s`) placeholders, as Zulip's settings do, so a Zulip setup carries over.
+ */
+export interface LdapConfig {
+  url: string;
+  startTls: boolean;
+  /** Verify the server's certificate on ldaps:// and StartTLS. */
+  tlsVerify: boolean;
+  /** Empty bind DN: anonymous searches. */
+  bindDn: string;
+  bindPassword: string;
+  /** Where and how people are searched: base DN and a filter with %(user)s. */
+  userSearchBase: string | null;
+  userSearchFilter: string;
+  /** Alternative to the search: the DN of a person, with %(user)s. */
+  userDnTemplate: string | null;
+  /** Zulip's LDAP_APPEND_DOMAIN: directory usernames are the part before @ of emails in this domain. */
+  appendDomain: string | null;
+  /** Zulip's LDAP_EMAIL_ATTR: the attribute holding a person's email (also used to find them by email). */
+  emailAttr: string | null;
+  /** Zulip's AUTH_LDAP_USERNAME_ATTR: the attribute that is the directory username. */
+  usernameAttr: string;
+  /** Zulip's AUTH_LDAP_USER_ATTR_MAP: full_name, first_name, last_name, avatar, deactivated, userAccountControl, custom_profile_field__<name>. */
+  attrMap: Record<string, string>;
+  /** Zulip's LDAP_DEACTIVATE_NON_MATCHING_USERS: sync deactivates accounts the directory no longer has. */
+  deactivateNonMatching: boolean;
+  /** Minutes between automatic syncs in the server (0: only `npx parley sync-ldap`). */
+  syncIntervalMinutes: number;
+  timeoutMs: number;
+}
+
+/** `key=value,key=value` (Zulip's AUTH_LDAP_USER_ATTR_MAP written on one line). */
+function attrMap(v: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (v ?? 'full_name=cn').split(',')) {
+    const [k, a] = part.split('=').map((x) => x.trim());
+    if (!k || !a) throw new Error(`Invalid PARLEY_LDAP_USER_ATTR_MAP entry: ${part}`);
+    out[k] = a;
+  }
+  return out;
+}
+
+function ldapConfig(e: Record<string, string | undefined>): LdapConfig | null {
+  if (!e.PARLEY_LDAP_URL) return null;
+  return {
+    url: e.PARLEY_LDAP_URL,
+    startTls: e.PARLEY_LDAP_START_TLS === 'on',
+    tlsVerify: (e.PARLEY_LDAP_TLS_VERIFY ?? 'on') !== 'off',
+    bindDn: e.PARLEY_LDAP_BIND_DN ?? '',
+    bindPassword: e.PARLEY_LDAP_BIND_PASSWORD ?? '',
+    userSearchBase: e.PARLEY_LDAP_USER_SEARCH_BASE || null,
+    userSearchFilter: e.PARLEY_LDAP_USER_SEARCH_FILTER || '(uid=%(user)s)',
+    userDnTemplate: e.PARLEY_LDAP_USER_DN_TEMPLATE || null,
+    appendDomain: e.PARLEY_LDAP_APPEND_DOMAIN?.toLowerCase() || null,
+    emailAttr: e.PARLEY_LDAP_EMAIL_ATTR || null,
+    usernameAttr: e.PARLEY_LDAP_USERNAME_ATTR || 'uid',
+    attrMap: attrMap(e.PARLEY_LDAP_USER_ATTR_MAP),
+    deactivateNonMatching: e.PARLEY_LDAP_DEACTIVATE_NON_MATCHING === 'on',
+    syncIntervalMinutes: int(e.PARLEY_LDAP_SYNC_INTERVAL_MINUTES, 0),
+    timeoutMs: int(e.PARLEY_LDAP_TIMEOUT_MS, 5000),
+  };
 }
 
 /** Reads KEY=VALUE lines from a .env file; real environment variables win. */
@@ -196,6 +268,12 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       batchSize: int(e.PARLEY_DELETE_TOPIC_BATCH_SIZE, 100),
       timeBudgetMs: int(e.PARLEY_DELETE_TOPIC_TIME_BUDGET_MS, 50_000),
     },
+    ldap: ldapConfig(e),
+    passwords: { minLength: int(e.PARLEY_PASSWORD_MIN_LENGTH, 6), minGuesses: int(e.PARLEY_PASSWORD_MIN_GUESSES, 10000) },
+    passwordResetExpiryMinutes: int(e.PARLEY_PASSWORD_RESET_EXPIRY_MINUTES, 1440),
+    jwt: e.PARLEY_JWT_KEY
+      ? { key: e.PARLEY_JWT_KEY, algorithms: (e.PARLEY_JWT_ALGORITHMS ?? 'HS256').split(',').map((a) => a.trim()).filter(Boolean) }
+      : null,
     ...overrides,
   };
   return config;

@@ -56,7 +56,7 @@ export async function doAcceptInvite(
   }
   await checkEmailAvailable(db, realm, email);
   const fullName = await checkFullName(db, realm, form.fullName);
-  if (!isStrongEnoughPassword(form.password)) throw badRequest('The password is too weak.');
+  if (!isStrongEnoughPassword(services.config, form.password)) throw badRequest('The password is too weak.');
   const user = await doCreateUser(services, realm, {
     email,
     fullName,

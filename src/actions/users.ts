@@ -1,6 +1,8 @@
 import { JsonableError, adminRequired, badRequest, ownerRequired } from '../errors.js';
 import { now, transaction, type Tx } from '../db/index.js';
 import type { CustomProfileField, Realm, User } from '../db/tables.js';
+import type { Config } from '../config.js';
+import { passwordGuesses } from '../lib/password_strength.js';
 import {
   countActiveOwners,
   countActiveUsers,
@@ -508,13 +510,13 @@ export async function checkEmailAvailable(db: Tx, realm: Realm, email: string, e
   if (await emailInUse(db, realm.id, email, exceptUserId)) throw badRequest(`Email '${email}' already in use`);
 }
 
-const COMMON_PASSWORDS = new Set(['password', '123456', '1234567', '12345678', '123456789', 'qwerty', 'abc123', 'letmein', '111111', 'iloveyou']);
-
-/** Zulip's check_password_strength: at least 6 characters and not trivially guessable. */
-export function isStrongEnoughPassword(password: string): boolean {
-  if (password.length < 6) return false;
-  if (new Set(password).size < 3) return false;
-  return !COMMON_PASSWORDS.has(password.toLowerCase());
+/**
+ * Zulip's check_password_strength: at least PASSWORD_MIN_LENGTH characters and, by zxcvbn's
+ * estimate, at least PASSWORD_MIN_GUESSES guesses to find.
+ */
+export function isStrongEnoughPassword(config: Config, password: string): boolean {
+  if (password.length < config.passwords.minLength) return false;
+  return passwordGuesses(password) >= config.passwords.minGuesses;
 }
 
 /** POST /users (Zulip's create_user_backend): the caller is an administrator already. */
@@ -529,7 +531,7 @@ export async function checkCreateUser(
   const email = input.email.trim();
   if (!isValidEmailAddress(email)) throw badRequest('Bad name or username');
   await checkEmailAvailable(services.db.kysely, realm, email);
-  if (!isStrongEnoughPassword(input.password)) throw badRequest('The password is too weak.');
+  if (!isStrongEnoughPassword(services.config, input.password)) throw badRequest('The password is too weak.');
   return { email, password: input.password, fullName };
 }
 

@@ -107,3 +107,19 @@ export async function pushRegister(opts: { contactEmail: string }): Promise<unkn
     return { zulip_org_id: (await serverIdentity(config, services.db)).orgId, created: answer.created ?? null };
   });
 }
+
+export async function syncLdap(realmId: string): Promise<unknown> {
+  const config = loadConfig();
+  const ldap = config.ldap;
+  if (!ldap) throw new CliError('No directory is configured: set PARLEY_LDAP_URL and the other PARLEY_LDAP_* settings');
+  const { doSyncLdap } = await import('../actions/ldap.js');
+  const { LdapUnavailableError } = await import('../lib/ldap.js');
+  return withContext(realmId, async (services, realm) => {
+    try {
+      return await doSyncLdap(services, ldap, realm);
+    } catch (e) {
+      if (e instanceof LdapUnavailableError) throw new CliError(`The directory cannot be reached (${e.message}); nothing was changed`);
+      throw e;
+    }
+  });
+}

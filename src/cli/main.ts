@@ -77,6 +77,11 @@ export function buildProgram(io: CliOutput = processOutput): Command {
     .requiredOption('--contact-email <email>', "the server administrator's email, for the service")
     .action(async (opts) => print(await (await commands()).pushRegister(opts)));
 
+  program
+    .command('sync-ldap')
+    .description('update names, avatars, profile fields and active status from the directory (PARLEY_LDAP_*); prints counts')
+    .action(async () => print(await (await commands()).syncLdap(realm())));
+
   return program;
 }
 

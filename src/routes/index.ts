@@ -17,6 +17,7 @@ import { registerStaticRoutes } from './static/index.js';
 import { registerIntegrationRoutes } from './integrations/index.js';
 import { registerWebRoutes } from './web/index.js';
 import { registerNotificationRoutes } from './notifications/index.js';
+import { registerPasswordResetRoutes } from './web/password_reset.js';
 
 /** Every API area, in a fixed order. Each area registers its endpoints through endpoint(). */
 export function registerRoutes(app: FastifyInstance, services: Services): void {
@@ -37,4 +38,5 @@ export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerIntegrationRoutes(app, services);
   registerNotificationRoutes(app, services);
   registerWebRoutes(app, services);
+  registerPasswordResetRoutes(app, services);
 }

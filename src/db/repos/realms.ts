@@ -33,3 +33,7 @@ export async function countRealms(db: Tx): Promise<number> {
   const r = await db.selectFrom('realms').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   return Number(r.n);
 }
+
+export async function fetchActiveRealms(db: Tx): Promise<Realm[]> {
+  return db.selectFrom('realms').selectAll().where('deactivated', '=', 0).orderBy('id').execute();
+}

@@ -23,6 +23,7 @@ import {
 } from '../user_settings.js';
 import { realmIconUrl, realmLogoUrl, realmUrl } from '../urls.js';
 import { renderMarkdown } from '../markdown/index.js';
+import { formatRealmAuthMethods, realmAuthMethods } from '../auth_methods.js';
 import {
   MAX_FILE_UPLOAD_SIZE_MIB,
   MAX_MESSAGE_LENGTH,
@@ -39,9 +40,7 @@ export const EVENT_QUEUE_LONGPOLL_TIMEOUT_SECONDS = 90;
 export const MAX_AVATAR_FILE_SIZE_MIB = 5;
 export const MAX_ICON_FILE_SIZE_MIB = 5;
 export const MAX_LOGO_FILE_SIZE_MIB = 5;
-export const PASSWORD_MIN_LENGTH = 6;
 export const PASSWORD_MAX_LENGTH = 100;
-export const PASSWORD_MIN_GUESSES = 10000;
 export const MAX_CHANNEL_FOLDER_NAME_LENGTH = 60;
 export const MAX_CHANNEL_FOLDER_DESCRIPTION_LENGTH = 1024;
 export const MAX_REMINDER_NOTE_LENGTH = 1000;
@@ -56,9 +55,6 @@ export const REPORT_MESSAGE_REASONS: Record<string, string> = {
   norms: 'Violates community norms',
   other: 'Other reason',
 };
-
-/** The authentication backends this server supports (Zulip's backend names), and whether enabled. */
-export const AUTHENTICATION_METHODS: Record<string, boolean> = { Email: true };
 
 const SYSTEM_GROUP_NAMES = ['role:internet', 'role:everyone', 'role:members', 'role:fullmembers', 'role:moderators', 'role:administrators', 'role:owners', 'role:nobody'];
 
@@ -163,11 +159,10 @@ export function formatRealmState(ctx: RealmStateContext): Record<string, unknown
   state.realm_allow_edit_history = s.message_edit_history_visibility_policy !== 'none';
   state.realm_allow_message_editing = ctx.user === null ? false : s.allow_message_editing;
   state.realm_presence_disabled = ctx.user === null;
-  state.realm_authentication_methods = Object.fromEntries(
-    Object.entries(AUTHENTICATION_METHODS).map(([k, enabled]) => [k, { enabled, available: true }]),
-  );
-  state.realm_email_auth_enabled = true;
-  state.realm_password_auth_enabled = true;
+  const methods = realmAuthMethods(config, realm);
+  state.realm_authentication_methods = formatRealmAuthMethods(config, realm);
+  state.realm_email_auth_enabled = !!methods.Email;
+  state.realm_password_auth_enabled = !!(methods.Email || methods.LDAP);
   state.realm_digest_emails_enabled = s.digest_emails_enabled && config.smtpUrl !== null;
   state.settings_send_digest_emails = config.smtpUrl !== null;
   state.realm_push_notifications_enabled = s.push_notifications_enabled || ctx.pushConfigured;
@@ -200,9 +195,9 @@ export function formatRealmState(ctx: RealmStateContext): Record<string, unknown
   state.max_channel_folder_description_length = MAX_CHANNEL_FOLDER_DESCRIPTION_LENGTH;
   state.max_reminder_note_length = MAX_REMINDER_NOTE_LENGTH;
   state.max_bulk_new_subscription_messages = MAX_BULK_NEW_SUBSCRIPTION_MESSAGES;
-  state.password_min_length = PASSWORD_MIN_LENGTH;
+  state.password_min_length = config.passwords.minLength;
   state.password_max_length = PASSWORD_MAX_LENGTH;
-  state.password_min_guesses = PASSWORD_MIN_GUESSES;
+  state.password_min_guesses = config.passwords.minGuesses;
   state.server_generation = SERVER_GENERATION;
   state.development_environment = false;
   state.server_inline_image_preview = true;

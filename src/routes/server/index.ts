@@ -6,6 +6,7 @@ import { realmUrl, realmIconUrl } from '../../lib/urls.js';
 import { renderRealmDescription } from '../../lib/format/settings.js';
 import { realmSettings } from '../../lib/realm_settings.js';
 import { hasWebPublicStreams } from '../../db/repos/settings.js';
+import { realmAuthMethods, requireEmailFormatUsernames } from '../../lib/auth_methods.js';
 
 export function registerServerRoutes(app: FastifyInstance, services: Services): void {
   // Unauthenticated; python's client sends Basic auth here too, which is simply not checked.
@@ -17,13 +18,14 @@ export function registerServerRoutes(app: FastifyInstance, services: Services): 
     handler: async ({ realm }) => {
       const url = realmUrl(services.config, realm);
       // Zulip's allow_web_public_streams_access: spectator access on and a web-public channel to see.
+      const methods = realmAuthMethods(services.config, realm);
       const webPublic = realmSettings(realm).enable_spectator_access && (await hasWebPublicStreams(services.db.kysely, realm.id));
       return {
         authentication_methods: {
-          password: true,
+          password: !!(methods.Email || methods.LDAP),
           dev: false,
-          email: true,
-          ldap: false,
+          email: !!methods.Email,
+          ldap: !!methods.LDAP,
           remoteuser: false,
           github: false,
           azuread: false,
@@ -39,8 +41,8 @@ export function registerServerRoutes(app: FastifyInstance, services: Services): 
         zulip_merge_base: ZULIP_MERGE_BASE,
         push_notifications_enabled: services.push !== undefined && services.push.enabled !== false,
         is_incompatible: false,
-        email_auth_enabled: true,
-        require_email_format_usernames: true,
+        email_auth_enabled: !!methods.Email,
+        require_email_format_usernames: requireEmailFormatUsernames(services.config, realm),
         realm_url: url,
         realm_uri: url,
         realm_name: realm.name,

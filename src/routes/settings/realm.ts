@@ -41,6 +41,9 @@ import { endpoint } from '../endpoint.js';
 import { doDeactivateRealm } from '../../actions/realms.js';
 import { sendBotDirectMessage } from '../../actions/signup.js';
 import { p, type Param } from '../params.js';
+import { checkAuthMethodsUpdate, doSetRealmAuthMethods } from '../../actions/auth_methods.js';
+import { realmAuthMethods } from '../../lib/auth_methods.js';
+import { fetchRealmById } from '../../db/repos/realms.js';
 
 /** Zulip's RequestVariableConversionError. */
 const badValue = (name: string, value: unknown): JsonableError =>
@@ -154,6 +157,7 @@ const realmParams = {
   jitsi_server_url: jsonOrRaw().optional(),
   // Organization-wide before feature level 163, now each user's setting (see doSetRealmEmailAddressVisibility).
   email_address_visibility: optionalInt(),
+  authentication_methods: p.json(z.record(z.string(), z.unknown())).optional(),
 } satisfies Record<string, Param<unknown>>;
 
 type RawRealmParams = Record<string, unknown>;
@@ -283,13 +287,18 @@ export function registerRealmSettingsRoutes(app: FastifyInstance, services: Serv
     authorize: requireAdmin,
     params: realmParams,
     handler: async ({ realm, user, params }) => {
-      const update = await checkRealmUpdate(services, realm, user, params as RawRealmParams);
+      const { authentication_methods: authMethods, ...rest } = params;
+      const update = await checkRealmUpdate(services, realm, user, rest as RawRealmParams);
+      const disabledMethods = authMethods === undefined ? undefined : await checkAuthMethodsUpdate(services, realm, user, authMethods);
       const visibility = params.email_address_visibility;
       if (visibility !== undefined && !(EMAIL_ADDRESS_VISIBILITY_TYPES as readonly number[]).includes(visibility)) {
         throw invalid('email_address_visibility');
       }
       const changes = await doUpdateRealmSettings(services, realm, user, update);
       const data = responseData(changes);
+      if (disabledMethods !== undefined && (await doSetRealmAuthMethods(services, realm, user, disabledMethods))) {
+        data.authentication_methods = realmAuthMethods(services.config, (await fetchRealmById(services.db.kysely, realm.id))!);
+      }
       if (visibility !== undefined && (await doSetRealmEmailAddressVisibility(services, realm, user, visibility as StoredUserSettings['email_address_visibility']))) {
         data.email_address_visibility = visibility;
       }

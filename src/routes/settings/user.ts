@@ -45,7 +45,7 @@ async function changeSettings(services: Services, realm: Realm, user: User, para
   }
   if (params.new_password !== undefined) {
     if (!(await verifyPassword(params.old_password ?? '', user.password_hash))) throw badRequest('Wrong password!');
-    if (!isStrongEnoughPassword(params.new_password)) throw badRequest('New password is too weak!');
+    if (!isStrongEnoughPassword(services.config, params.new_password)) throw badRequest('New password is too weak!');
     await doChangePassword(services, realm, user, params.new_password);
   }
   if (fullName !== undefined) await doChangeFullName(services, realm, user, fullName, user);

@@ -12,6 +12,8 @@ import { fetchUserById } from '../../db/repos/users.js';
 import { checkCanAuthenticate } from '../../plugins/auth.js';
 import { checkCsrf, createLoginToken, endSession, ensureCsrfCookie, redeemLoginToken, sessionUser, startSession } from '../../plugins/session.js';
 import { requestRealm } from '../endpoint.js';
+import { createMailer } from '../../lib/email.js';
+import { notifyNewLogin } from '../../actions/password_reset.js';
 
 /** web/dist, built by `npm run build` (scripts/build.mjs). */
 export const WEB_DIST = join(PROJECT_ROOT, 'web', 'dist') + sep;
@@ -77,6 +79,8 @@ function form(req: FastifyRequest): Record<string, string> {
  * /accounts/logout/).
  */
 export function registerWebRoutes(app: FastifyInstance, services: Services): void {
+  const mailer = createMailer(services.config, services.log);
+  app.addHook('onClose', async () => mailer.close());
   app.get(`${ASSET_PREFIX}*`, async (req: FastifyRequest<{ Params: { '*': string } }>, reply) => {
     const rel = normalize(req.params['*']);
     const file = join(WEB_DIST, rel);
@@ -134,6 +138,7 @@ export function registerWebRoutes(app: FastifyInstance, services: Services): voi
     if (!f.username) throw new JsonableError('Missing username', 'REQUEST_VARIABLE_MISSING', 400, { var_name: 'username' });
     if (!f.password) throw new JsonableError('Missing password', 'REQUEST_VARIABLE_MISSING', 400, { var_name: 'password' });
     const user = await checkFetchApiKey(services, realm, f.username, f.password);
+    notifyNewLogin(services, mailer, realm, user, { userAgent: req.headers['user-agent'] ?? '', ip: req.ip });
     if (mobileFlowOtp) {
       // Zulip's create_response_for_otp_flow: the app's pad encrypts the key; no browser session.
       const params = new URLSearchParams({

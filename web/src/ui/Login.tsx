@@ -103,6 +103,9 @@ export function Login() {
             <button type="submit" class="primary" disabled={busy}>
               Log in
             </button>
+            <p class="login-forgot">
+              <a href="/accounts/password/reset">Forgot your password?</a>
+            </p>
           </form>
         )}
       </div>
