@@ -60,6 +60,10 @@ export interface State {
   realmEmoji: Map<string, { name: string; source_url: string; deactivated: boolean }>;
   list: MessageList | null;
   connection: 'connected' | 'offline';
+  /** POST /register's answer as a whole, kept current by applySettingsEvent: what the settings screens read. */
+  reg: Record<string, any>;
+  /** How many events of each type arrived: settings screens showing fetched lists refetch when theirs change. */
+  eventCounts: Record<string, number>;
 }
 
 type Listener = () => void;
@@ -162,6 +166,8 @@ export function stateFromRegister(r: Record<string, any>): State {
     realmEmoji: new Map(Object.entries(r.realm_emoji ?? {})),
     list: null,
     connection: 'connected',
+    reg: r,
+    eventCounts: {},
   };
   applyPresences(state, r.presences ?? {}, r.server_timestamp ?? Date.now() / 1000);
   // Whoever has the app open is active, before the first presence report says so.
