@@ -1,0 +1,194 @@
+/// <reference lib="dom" />
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import type { Browser, Page } from 'playwright-core';
+import { PASSWORD, startServer, type TestServer } from '../helpers/server.js';
+import { ok } from '../helpers/assert.js';
+import { buildWeb, chromiumMissing, launch, loggedIn } from './helpers.js';
+
+/**
+ * The settings screens in real Chromium (issue 16), each test one rule end to end: what one
+ * person does in settings, checked on the server, in the mail and on another person's open page.
+ * Controls are found by their accessible names, which are Zulip's labels.
+ */
+describe('web settings in Chromium', { skip: chromiumMissing }, () => {
+  let s: TestServer;
+  let browser: Browser;
+  let smtp: SMTPServer;
+  const inbox: { to: string; raw: string }[] = [];
+  let general: number;
+
+  before(async () => {
+    smtp = new SMTPServer({
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      onData(stream, session, callback) {
+        let raw = '';
+        stream.on('data', (c: Buffer) => (raw += c.toString('utf8')));
+        stream.on('end', () => {
+          for (const r of session.envelope.rcptTo) inbox.push({ to: r.address, raw });
+          callback();
+        });
+      },
+    });
+    await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
+    buildWeb();
+    s = await startServer('sqlite', { smtpUrl: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}` });
+    const principals = [s.cast.owner.user.id, s.cast.hamlet.user.id, s.cast.othello.user.id];
+    ok(await s.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'general' }], principals }));
+    general = ok(await s.cast.owner.client.get('/get_stream_id', { stream: 'general' })).stream_id;
+    browser = await launch();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await s?.close();
+    await new Promise<void>((r) => smtp?.close(() => r()));
+  });
+
+  async function mailTo(email: string): Promise<string> {
+    for (let i = 0; i < 100; i++) {
+      const mail = inbox.find((m) => m.to === email);
+      if (mail) return mail.raw.replace(/=\r?\n/g, '').replace(/=3D/g, '=');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`no email to ${email}`);
+  }
+
+  const saved = (page: Page) => page.getByRole('status').filter({ hasText: 'Saved' }).first().waitFor();
+
+  test('an owner invites by email through the UI; the invitee follows the emailed link, signs up and lands in the app in the invitation\'s channels', async () => {
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/invites-list');
+    const page = owner.page;
+    await page.getByRole('heading', { name: 'Invitations', exact: true }).waitFor();
+    await page.getByLabel('Emails (one on each line or comma-separated)').fill('newcomer@example.com');
+    await page.getByRole('group', { name: 'Channels they should join' }).getByLabel('#general').check();
+    await page.getByRole('button', { name: 'Invite', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Invitations sent!' }).waitFor();
+    // The pending list is fetched again on the server's invites_changed event.
+    await page.getByRole('table', { name: 'Pending invitations' }).getByRole('rowheader', { name: 'newcomer@example.com' }).waitFor();
+
+    const mail = await mailTo('newcomer@example.com');
+    const link = /(http:\/\/\S+\/join\/[A-Za-z0-9_-]+\/?)/.exec(mail)?.[1];
+    assert.ok(link, 'the invitation email carries the link');
+
+    const context = await browser.newContext();
+    const invitee = await context.newPage();
+    await invitee.goto(link);
+    await invitee.getByLabel('Name').fill('Newcomer');
+    await invitee.getByLabel('Password').fill(PASSWORD);
+    await invitee.getByRole('button', { name: 'Create account' }).click();
+    await invitee.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'general', exact: true }).waitFor();
+    assert.equal(new URL(invitee.url()).pathname, '/');
+    const me = await invitee.evaluate(async () => (await (await fetch('/json/users/me')).json()) as { email: string; full_name: string });
+    assert.equal(me.full_name, 'Newcomer');
+    await context.close();
+    await owner.context.close();
+  });
+
+  test('a member sees no organization settings, and a direct visit to their address says why', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD);
+    await page.getByRole('button', { name: 'Menu' }).click();
+    await page.getByRole('menuitem', { name: 'Personal settings' }).waitFor();
+    assert.equal(await page.getByRole('menuitem', { name: 'Organization settings' }).count(), 0);
+    await page.goto(`${s.url}/#organization/organization-settings`);
+    await page.getByRole('heading', { name: 'Organization settings' }).waitFor();
+    await page.getByRole('alert').filter({ hasText: 'Only organization administrators can see and change these settings' }).waitFor();
+    assert.equal(await page.getByLabel('Allow message editing').count(), 0);
+    await context.close();
+  });
+
+  test('an owner makes a member an administrator; the member\'s open page changes live', async () => {
+    const hamlet = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD, '#organization/organization-settings');
+    await hamlet.page.getByRole('alert').filter({ hasText: 'Only organization administrators' }).waitFor();
+
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/users');
+    await owner.page.getByLabel('Role of King Hamlet').selectOption({ label: 'Administrator' });
+    await saved(owner.page);
+    assert.equal(ok(await s.cast.owner.client.get(`/users/${s.cast.hamlet.user.id}`)).user.role, 200);
+
+    // Without a reload: the settings the server now lets Hamlet change appear, enabled.
+    await hamlet.page.getByLabel('Allow message editing').waitFor();
+    assert.equal(await hamlet.page.getByLabel('Allow message editing').isEnabled(), true);
+    await hamlet.page.getByRole('button', { name: 'Close settings' }).click();
+    await hamlet.page.getByRole('button', { name: 'Menu' }).click();
+    await hamlet.page.getByRole('menuitem', { name: 'Organization settings' }).waitFor();
+    await hamlet.context.close();
+    await owner.context.close();
+  });
+
+  test('a channel created with initial subscribers appears live in their sidebars', async () => {
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD);
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#channels/new');
+    const form = owner.page.getByRole('form', { name: 'Create channel' });
+    await form.getByLabel('Channel name').fill('design review');
+    await form.getByLabel('Channel description').fill('Weekly design critique');
+    await form.getByRole('group', { name: 'Choose subscribers' }).getByLabel('Othello, the Moor of Venice').check();
+    await form.getByRole('button', { name: 'Create' }).click();
+    // The new channel's settings open; the person named is a subscriber.
+    await owner.page.getByRole('heading', { name: '#design review' }).waitFor();
+    await othello.page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'design review', exact: true }).waitFor();
+    const id = ok(await s.cast.owner.client.get('/get_stream_id', { stream: 'design review' })).stream_id;
+    const members = ok(await s.cast.owner.client.get(`/streams/${id}/members`)).subscribers as number[];
+    assert.deepEqual(members.sort((a, b) => a - b), [s.cast.owner.user.id, s.cast.othello.user.id].sort((a, b) => a - b));
+    assert.equal(ok(await s.cast.owner.client.get(`/streams/${id}`)).stream.description, 'Weekly design critique');
+    await othello.context.close();
+    await owner.context.close();
+  });
+
+  test('an avatar uploaded in settings shows in another person\'s feed', async () => {
+    ok(await s.cast.hamlet.client.post('/messages', { type: 'stream', to: general, topic: 'portraits', content: 'New picture soon' }));
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, `#narrow/channel/${general}-general/topic/portraits`);
+    const message = othello.page.getByRole('article').filter({ hasText: 'New picture soon' });
+    await message.waitFor();
+
+    const hamlet = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD, '#settings/profile');
+    // A wide picture, cropped to a square before it is sent.
+    const png = await hamlet.page.evaluate(() => {
+      const c = document.createElement('canvas');
+      c.width = 160;
+      c.height = 90;
+      const g = c.getContext('2d')!;
+      g.fillStyle = '#c2255c';
+      g.fillRect(0, 0, 160, 90);
+      return c.toDataURL('image/png').split(',')[1]!;
+    });
+    await hamlet.page.getByLabel('Upload new profile picture').setInputFiles({ name: 'me.png', mimeType: 'image/png', buffer: Buffer.from(png, 'base64') });
+    await saved(hamlet.page);
+    const url = ok(await s.cast.othello.client.get(`/users/${s.cast.hamlet.user.id}`)).user.avatar_url as string;
+    assert.match(url, /\/user_avatars\//);
+
+    // Othello's page shows the new picture on the message already there, without a reload.
+    const img = message.locator('img.avatar');
+    await img.waitFor();
+    assert.equal(await img.getAttribute('src'), url);
+    const size = await img.evaluate(async (el: HTMLImageElement) => {
+      await el.decode();
+      return [el.naturalWidth, el.naturalHeight];
+    });
+    assert.equal(size[0], size[1], 'the picture was cropped to a square');
+    await hamlet.context.close();
+    await othello.context.close();
+  });
+
+  test('a linkifier added in settings (with its preview) turns text into a link in a new message', async () => {
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/linkifier-settings');
+    const form = owner.page.getByRole('form', { name: 'Add a new linkifier' });
+    await form.getByLabel('Pattern').fill('#(?P<id>[0-9]+)');
+    await form.getByLabel('URL template').fill('https://tracker.example.com/issue/{id}');
+    await form.getByLabel('Sample text').fill('see #1234');
+    await owner.page.getByRole('status', { name: 'Linkifier preview' }).filter({ hasText: 'Links to https://tracker.example.com/issue/1234' }).waitFor();
+    await form.getByRole('button', { name: 'Add linkifier' }).click();
+    await owner.page.getByRole('table', { name: 'Linkifiers' }).getByText('https://tracker.example.com/issue/{id}').waitFor();
+
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, `#narrow/channel/${general}-general/topic/bugs`);
+    ok(await s.cast.hamlet.client.post('/messages', { type: 'stream', to: general, topic: 'bugs', content: 'Fixed in #4321' }));
+    const link = othello.page.getByRole('article').filter({ hasText: 'Fixed in' }).getByRole('link', { name: '#4321' });
+    await link.waitFor();
+    assert.equal(await link.getAttribute('href'), 'https://tracker.example.com/issue/4321');
+    await othello.context.close();
+    await owner.context.close();
+  });
+});
