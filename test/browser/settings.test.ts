@@ -88,6 +88,27 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await owner.context.close();
   });
 
+  test('the API key is shown only after the password, and the zuliprc download carries it', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#settings/account-and-privacy');
+    await page.getByRole('dialog', { name: 'Settings' }).getByRole('heading', { name: 'Account & privacy' }).waitFor();
+    await page.getByLabel('Your password').fill('not the password');
+    await page.getByRole('button', { name: 'Get API key' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Your username or password is incorrect' }).waitFor();
+    assert.equal(await page.getByLabel('API key').count(), 0);
+    await page.getByLabel('Your password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Get API key' }).click();
+    const key = page.getByLabel('API key', { exact: true });
+    await key.waitFor();
+    assert.equal(await key.textContent(), s.cast.othello.user.api_key);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download zuliprc' }).click()]);
+    assert.equal(download.suggestedFilename(), 'zuliprc');
+    const { readFileSync } = await import('node:fs');
+    const text = readFileSync((await download.path())!, 'utf8');
+    assert.match(text, /^\[api\]\nemail=othello@example\.com\nkey=/);
+    assert.ok(text.includes(`key=${s.cast.othello.user.api_key}\n`));
+    await context.close();
+  });
+
   test('a member sees no organization settings, and a direct visit to their address says why', async () => {
     const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD);
     await page.getByRole('button', { name: 'Menu' }).click();

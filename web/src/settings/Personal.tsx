@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, postPage } from '../api/client';
+import { api, ApiError, csrfToken } from '../api/client';
 import type { State } from '../state/store';
 import { Avatar } from '../ui/Avatar';
 import { Checkbox, cropSquare, errorText, isAdmin, saveSetting, Section, Select, Subsection, TextSetting, uploadForm, useId, useSaver } from './common';
@@ -246,7 +246,15 @@ function ApiKey({ s, email }: { s: State; email: string }) {
   const id = useId('apikey');
   const fetchKey = async () => {
     try {
-      const r = await postPage('/json/fetch_api_key', { username: email, password });
+      // Not through api(): a wrong password answers 401, which there means the session ended.
+      const res = await fetch('/json/fetch_api_key', {
+        method: 'POST',
+        headers: { 'X-CSRFToken': csrfToken(), 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ username: email, password }).toString(),
+        credentials: 'same-origin',
+      });
+      const r = await res.json();
+      if (r.result !== 'success') throw new ApiError(res.status, r.code, r.msg, r);
       setKey(r.api_key);
       setError(null);
       setPassword('');
@@ -283,7 +291,7 @@ function ApiKey({ s, email }: { s: State; email: string }) {
           <p>
             Your API key: <code aria-label="API key">{key}</code>
           </p>
-          <a class="button" href={`data:text/plain;charset=utf-8,${encodeURIComponent(zuliprc(s.me.email, key))}`} download="zuliprc">
+          <a class="button" href={`data:application/octet-stream,${encodeURIComponent(zuliprc(s.me.email, key))}`} download="zuliprc">
             Download zuliprc
           </a>{' '}
           <button
