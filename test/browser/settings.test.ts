@@ -212,4 +212,74 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await othello.context.close();
     await owner.context.close();
   });
+
+  test('an owner deactivates a person, who can no longer use the app, and reactivates them', async () => {
+    const shiva = await loggedIn(browser, s.url, s.cast.moderator.user.email, PASSWORD);
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/users');
+    owner.page.on('dialog', (d) => void d.accept());
+    await owner.page.getByRole('button', { name: 'Deactivate Shiva' }).click();
+    await saved(owner.page);
+    // Their session ended on the server: the next load of the app is the login page.
+    await shiva.page.reload();
+    await shiva.page.getByRole('button', { name: 'Log in' }).waitFor();
+    assert.equal(ok(await s.cast.owner.client.get(`/users/${s.cast.moderator.user.id}`)).user.is_active, false);
+
+    await owner.page.getByRole('tab', { name: 'Deactivated users' }).click();
+    await owner.page.getByRole('button', { name: 'Reactivate Shiva' }).click();
+    await saved(owner.page);
+    assert.equal(ok(await s.cast.owner.client.get(`/users/${s.cast.moderator.user.id}`)).user.is_active, true);
+    // Back in the active list, fetched again on the realm_user event.
+    await owner.page.getByRole('tab', { name: 'Users', exact: true }).click();
+    await owner.page.getByRole('button', { name: 'Deactivate Shiva' }).waitFor();
+    await shiva.context.close();
+    await owner.context.close();
+  });
+
+  test('a reusable invite link is created, listed, and revoked; the revoked link no longer signs anyone up', async () => {
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/invites-list');
+    await owner.page.getByRole('button', { name: 'Generate invite link' }).click();
+    const link = (await owner.page.getByLabel('Invite link').textContent())!;
+    assert.match(link, /\/join\/[A-Za-z0-9_-]+\/?$/);
+    const pending = owner.page.getByRole('table', { name: 'Pending invitations' });
+    await pending.getByRole('rowheader', { name: link }).waitFor();
+    await owner.page.getByRole('button', { name: `Revoke invitation ${link}` }).click();
+    await pending.getByRole('rowheader', { name: link }).waitFor({ state: 'detached' });
+    const res = await fetch(link.replace(/^http:\/\/localhost:/, 'http://127.0.0.1:'));
+    assert.equal(res.status, 404);
+    assert.match(await res.text(), /expired or been deactivated/);
+    await owner.context.close();
+  });
+
+  test('a user group created in settings, with a member added, shows live in that member\'s groups', async () => {
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#groups/your');
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#groups/new');
+    const form = owner.page.getByRole('form', { name: 'Create user group' });
+    await form.getByLabel('User group name').fill('reviewers');
+    await form.getByLabel('User group description').fill('People who review designs');
+    await form.getByRole('button', { name: 'Create' }).click();
+    await owner.page.getByRole('heading', { name: 'reviewers' }).waitFor();
+    await owner.page.getByLabel('Add members').selectOption({ label: 'Othello, the Moor of Venice' });
+    await owner.page.getByRole('button', { name: 'Add', exact: true }).click();
+    await owner.page.getByRole('list', { name: 'Members' }).getByText('Othello, the Moor of Venice').waitFor();
+    await othello.page.getByRole('list', { name: 'User groups' }).getByRole('link', { name: 'reviewers' }).waitFor();
+    const groups = ok(await s.cast.othello.client.get('/user_groups')).user_groups as { name: string; members: number[] }[];
+    assert.deepEqual(groups.find((g) => g.name === 'reviewers')?.members.sort((a, b) => a - b), [s.cast.owner.user.id, s.cast.othello.user.id].sort((a, b) => a - b));
+    await othello.context.close();
+    await owner.context.close();
+  });
+
+  test('browsing all channels, a member subscribes and unsubscribes, and the sidebar follows', async () => {
+    ok(await s.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'announcements', description: 'Company news' }] }));
+    const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#channels/all');
+    const row = page.getByRole('list', { name: 'Channels' }).getByRole('listitem').filter({ hasText: 'announcements' });
+    await row.getByText('1 subscribers').waitFor();
+    await row.getByText('Company news').waitFor();
+    await page.getByRole('button', { name: 'Subscribe to announcements' }).click();
+    await page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'announcements', exact: true }).waitFor();
+    await row.getByText('2 subscribers').waitFor();
+    await page.getByRole('button', { name: 'Unsubscribe from announcements' }).click();
+    await page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'announcements', exact: true }).waitFor({ state: 'detached' });
+    await page.getByRole('button', { name: 'Subscribe to announcements' }).waitFor();
+    await context.close();
+  });
 });
