@@ -282,4 +282,22 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await page.getByRole('button', { name: 'Subscribe to announcements' }).waitFor();
     await context.close();
   });
+
+  test('a saved snippet created in settings is inserted into compose from its menu', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#settings/saved-snippets');
+    const form = page.getByRole('form', { name: 'Add a new saved snippet' });
+    await form.getByLabel('Title').fill('Standup');
+    await form.getByLabel('Content').fill('Yesterday: reviews. Today: the release.');
+    await form.getByRole('button', { name: 'Save' }).click();
+    // Listed from the server's saved_snippets event.
+    await page.getByRole('list', { name: 'Saved snippets' }).getByText('Standup').waitFor();
+    await page.getByRole('button', { name: 'Close settings' }).click();
+    await page.goto(`${s.url}/#narrow/channel/${general}-general/topic/standup`);
+    await page.getByRole('button', { name: 'Saved snippets' }).click();
+    await page.getByRole('menuitem', { name: 'Standup' }).click();
+    assert.equal(await page.getByRole('textbox', { name: 'Message' }).inputValue(), 'Yesterday: reviews. Today: the release.');
+    const stored = ok(await s.cast.othello.client.get('/saved_snippets')).saved_snippets as { title: string }[];
+    assert.deepEqual(stored.map((x) => x.title), ['Standup']);
+    await context.close();
+  });
 });

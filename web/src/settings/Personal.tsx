@@ -580,3 +580,45 @@ export function Topics({ s }: { s: State }) {
     </Section>
   );
 }
+
+export function SavedSnippets({ s }: { s: State }) {
+  const snippets: { id: number; title: string; content: string }[] = s.reg.saved_snippets ?? [];
+  const [title, setTitle] = useState('');
+  const [content, setContent] = useState('');
+  const saver = useSaver();
+  const ids = { t: useId('snt'), c: useId('snc') };
+  return (
+    <Section title="Saved snippets" intro="Text you send often, inserted from the compose box's “Saved snippets” menu.">
+      <form
+        class="setting-grid"
+        aria-label="Add a new saved snippet"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void saver.run(() => api('POST', '/saved_snippets', { title, content })).then((ok) => ok && (setTitle(''), setContent('')));
+        }}
+      >
+        <label for={ids.t}>Title</label>
+        <input id={ids.t} value={title} onInput={(e) => setTitle(e.currentTarget.value)} />
+        <label for={ids.c}>Content</label>
+        <textarea id={ids.c} rows={3} value={content} onInput={(e) => setContent(e.currentTarget.value)} />
+        <div class="setting-actions">
+          <button class="primary" type="submit" disabled={!title.trim() || !content.trim()}>
+            Save
+          </button>
+          {saver.status}
+        </div>
+      </form>
+      <ul class="plain settings-list" aria-label="Saved snippets">
+        {snippets.map((x) => (
+          <li>
+            <strong>{x.title}</strong>
+            <span class="muted">{x.content.length > 80 ? `${x.content.slice(0, 80)}…` : x.content}</span>
+            <button type="button" class="danger" aria-label={`Delete saved snippet ${x.title}`} onClick={() => void saver.run(() => api('DELETE', `/saved_snippets/${x.id}`))}>
+              Delete
+            </button>
+          </li>
+        ))}
+      </ul>
+    </Section>
+  );
+}

@@ -9,6 +9,7 @@ import { resolver } from './App';
 import { dmIdsOf, emojiGlyph } from './format';
 import { knownEmoji } from '../api/emoji';
 import { SuggestInput } from './SuggestInput';
+import { SnippetPicker } from '../settings/SnippetPicker';
 
 export interface ComposeHandle {
   reply(m?: Message): void;
@@ -388,6 +389,7 @@ export const Compose = forwardRef<ComposeHandle, { s: State; view: View }>(funct
           <button type="button" onClick={() => fileInput.current?.click()}>
             Upload files
           </button>
+          <SnippetPicker s={s} onInsert={insertAtCaret} />
           <button
             type="button"
             aria-pressed={preview !== null}
