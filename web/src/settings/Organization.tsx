@@ -136,9 +136,42 @@ export function OrganizationSettings({ s }: { s: State }) {
         <Checkbox label="Prevent users from changing their name" checked={!!r.realm_name_changes_disabled} onSave={(v) => patchRealm({ name_changes_disabled: v })} disabledReason={reason} />
         <Checkbox label="Prevent users from changing their email address" checked={!!r.realm_email_changes_disabled} onSave={(v) => patchRealm({ email_changes_disabled: v })} disabledReason={reason} />
         <Checkbox label="Prevent users from changing their avatar" checked={!!r.realm_avatar_changes_disabled} onSave={(v) => patchRealm({ avatar_changes_disabled: v })} disabledReason={reason} />
+        <Checkbox label="Require unique names" checked={!!r.realm_require_unique_names} onSave={(v) => patchRealm({ require_unique_names: v })} disabledReason={reason} />
+        <Checkbox label="Display “(guest)” after names of guest users" checked={!!r.realm_enable_guest_user_indicator} onSave={(v) => patchRealm({ enable_guest_user_indicator: v })} disabledReason={reason} />
+        <Checkbox label="Allow creating web-public channels (visible to anyone on the Internet)" checked={!!r.realm_enable_spectator_access} onSave={(v) => patchRealm({ enable_spectator_access: v })} disabledReason={reason} />
+        <Checkbox label="Send weekly digest emails to inactive users" checked={!!r.realm_digest_emails_enabled} onSave={(v) => patchRealm({ digest_emails_enabled: v })} disabledReason={reason} />
+        <Select
+          label="Day of the week to send digests"
+          value={r.realm_digest_weekday ?? 1}
+          options={['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'].map((d, i) => [i, d] as [number, string])}
+          onSave={(v) => patchRealm({ digest_weekday: v })}
+          disabledReason={reason}
+        />
         <TextSetting label="Custom welcome message" multiline value={r.realm_welcome_message_custom_text ?? ''} onSave={(v) => patchRealm({ welcome_message_custom_text: v })} disabledReason={reason} />
       </Subsection>
+      <Subsection title="Message retention">
+        <Select
+          label="Message retention period"
+          value={r.realm_message_retention_days ?? -1}
+          options={[[-1, 'Retain forever'], ...[30, 90, 365, 730].map((d) => [d, `${d} days`] as [number, string]), ...(![-1, 30, 90, 365, 730].includes(r.realm_message_retention_days) && r.realm_message_retention_days ? [[r.realm_message_retention_days, `${r.realm_message_retention_days} days`] as [number, string]] : [])]}
+          onSave={(v) => patchRealm({ message_retention_days: v === -1 ? 'unlimited' : v })}
+          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+        />
+      </Subsection>
       <Subsection title="Joining the organization">
+        <Select
+          label="Waiting period before new members turn into full members"
+          value={r.realm_waiting_period_threshold ?? 0}
+          options={[[0, 'None'], [3, '3 days'], [7, '7 days'], [30, '30 days'], ...(![0, 3, 7, 30].includes(r.realm_waiting_period_threshold ?? 0) ? [[r.realm_waiting_period_threshold, `${r.realm_waiting_period_threshold} days`] as [number, string]] : [])]}
+          onSave={(v) => patchRealm({ waiting_period_threshold: v })}
+          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+        />
+        <Checkbox
+          label="Don't allow disposable email addresses"
+          checked={!!r.realm_disallow_disposable_email_addresses}
+          onSave={(v) => patchRealm({ disallow_disposable_email_addresses: v })}
+          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+        />
         <Checkbox label="Invitations are required for joining this organization" checked={!!r.realm_invite_required} onSave={(v) => patchRealm({ invite_required: v })} disabledReason={isOwner(s) ? undefined : OWNER_ONLY} />
         <Checkbox
           label="Restrict to a list of domains"
@@ -264,8 +297,8 @@ const REALM_PERMISSIONS: [string, string][] = [
   ['can_access_all_users_group', 'Who can view all other users in the organization'],
 ];
 
-/** Settings only owners may change (Zulip's Realm owner-only permission settings). */
-const OWNER_ONLY_SETTINGS = new Set(['create_multiuse_invite_group', 'can_create_groups', 'can_manage_all_groups', 'can_access_all_users_group']);
+/** Group settings only owners may change (Zulip's update_realm; the server's OWNER_ONLY). */
+const OWNER_ONLY_SETTINGS = new Set(['create_multiuse_invite_group', 'can_create_groups', 'can_invite_users_group', 'can_manage_all_groups', 'can_manage_billing_group']);
 
 export function OrganizationPermissions({ s }: { s: State }) {
   return (

@@ -77,6 +77,15 @@ export function Settings({ s, hash, onClose }: { s: State; hash: string; onClose
   useEffect(() => {
     dialog.current?.querySelector<HTMLElement>('.settings-content h2')?.focus();
   }, [key]);
+  // A modal dialog: the app behind it is out of reach of the keyboard and screen readers.
+  useEffect(() => {
+    const overlay = dialog.current;
+    const behind = [...(overlay?.parentElement?.children ?? [])].filter((el): el is HTMLElement => el !== overlay && el instanceof HTMLElement && !el.inert);
+    for (const el of behind) el.inert = true;
+    return () => {
+      for (const el of behind) el.inert = false;
+    };
+  }, []);
 
   let content: ComponentChildren;
   if (area === 'channels') content = <Channels s={s} path={parts.slice(1)} />;
