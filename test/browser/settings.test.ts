@@ -300,4 +300,23 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     assert.deepEqual(stored.map((x) => x.title), ['Standup']);
     await context.close();
   });
+
+  test('an administrator sees the owner-only settings disabled with the reason, and the server refuses them too', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.admin.user.email, PASSWORD, '#organization/organization-settings');
+    const required = page.getByLabel('Invitations are required for joining this organization');
+    await required.waitFor();
+    assert.equal(await required.isDisabled(), true);
+    assert.equal(await required.getAttribute('aria-describedby') !== null, true);
+    const reason = page.locator(`#${await required.getAttribute('aria-describedby')}`);
+    assert.equal(await reason.textContent(), 'Only organization owners can change this.');
+    // What the administrator may change is enabled, and saves.
+    await page.getByLabel('Allow message editing').uncheck();
+    await saved(page);
+    const refused = await s.cast.admin.client.patch('/realm', { invite_required: false });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.code, 'UNAUTHORIZED_PRINCIPAL');
+    await page.getByLabel('Allow message editing').check();
+    await saved(page);
+    await context.close();
+  });
 });
