@@ -319,4 +319,30 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await saved(page);
     await context.close();
   });
+
+  test('a custom profile field added by the owner appears live in a member\'s profile, who fills it in', async () => {
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#settings/profile');
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/profile-field-settings');
+    const form = owner.page.getByRole('form', { name: 'Add a new profile field' });
+    await form.getByLabel('Type').selectOption({ label: 'Text (short)' });
+    await form.getByLabel('Label').fill('Team');
+    await form.getByLabel('Hint').fill('Which team you are on');
+    await form.getByRole('button', { name: 'Add' }).click();
+    await owner.page.getByRole('table', { name: 'Custom profile fields' }).getByRole('rowheader', { name: 'Team' }).waitFor();
+
+    const field = othello.page.getByRole('textbox', { name: 'Team' });
+    await field.waitFor();
+    await field.fill('Design');
+    await field.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).click();
+    await saved(othello.page);
+    const user = ok(await s.cast.owner.client.get(`/users/${s.cast.othello.user.id}`, { include_custom_profile_fields: true })).user;
+    assert.deepEqual(Object.values(user.profile_data).map((v: any) => v.value), ['Design']);
+    // The realm_user event updated the person's profile data: the field shows a saved value
+    // (Save is enabled only for a change), and a fresh page loads it from register.
+    await field.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).and(othello.page.locator(':disabled')).waitFor();
+    await othello.page.reload();
+    assert.equal(await othello.page.getByRole('textbox', { name: 'Team' }).inputValue(), 'Design');
+    await othello.context.close();
+    await owner.context.close();
+  });
 });

@@ -1,4 +1,4 @@
-import type { ServerEvent } from '../api/types';
+import type { ServerEvent, User } from '../api/types';
 import type { State } from '../state/store';
 
 /**
@@ -12,6 +12,17 @@ export function applySettingsEvent(state: State, e: ServerEvent): void {
   state.eventCounts = { ...state.eventCounts, [e.type]: (state.eventCounts[e.type] ?? 0) + 1 };
   const reg = state.reg;
   switch (e.type) {
+    case 'realm_user': {
+      // A custom profile field's new value: kept in the person's profile_data, as register gives it.
+      const f = e.op === 'update' ? e.person?.custom_profile_field : undefined;
+      const u = f ? (state.users.get(e.person.user_id) as (User & { profile_data?: Record<string, unknown> }) | undefined) : undefined;
+      if (!f || !u) return;
+      const profile = { ...u.profile_data };
+      if (f.value === null || f.value === undefined) delete profile[f.id];
+      else profile[f.id] = { value: f.value, rendered_value: f.rendered_value };
+      state.users.set(u.user_id, { ...u, profile_data: profile } as User);
+      return;
+    }
     case 'realm':
       if (e.op === 'update') reg[`realm_${e.property}`] = e.value;
       else if (e.op === 'update_dict') for (const [k, v] of Object.entries(e.data ?? {})) reg[`realm_${k}`] = v;
