@@ -320,7 +320,7 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await context.close();
   });
 
-  test('a custom profile field added by the owner appears live in a member\'s profile, who fills it in', async () => {
+  test('a custom profile field added and renamed by the owner appears live in a member\'s profile, who fills it in', async () => {
     const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#settings/profile');
     const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/profile-field-settings');
     const form = owner.page.getByRole('form', { name: 'Add a new profile field' });
@@ -329,8 +329,13 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await form.getByLabel('Hint').fill('Which team you are on');
     await form.getByRole('button', { name: 'Add' }).click();
     await owner.page.getByRole('table', { name: 'Custom profile fields' }).getByRole('rowheader', { name: 'Team' }).waitFor();
+    await owner.page.getByRole('button', { name: 'Edit Team' }).click();
+    const edit = owner.page.getByRole('form', { name: 'Edit Team' });
+    await edit.getByLabel('Label').fill('Team name');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await owner.page.getByRole('table', { name: 'Custom profile fields' }).getByRole('rowheader', { name: 'Team name' }).waitFor();
 
-    const field = othello.page.getByRole('textbox', { name: 'Team' });
+    const field = othello.page.getByRole('textbox', { name: 'Team name' });
     await field.waitFor();
     await field.fill('Design');
     await field.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).click();
@@ -341,7 +346,7 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     // (Save is enabled only for a change), and a fresh page loads it from register.
     await field.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).and(othello.page.locator(':disabled')).waitFor();
     await othello.page.reload();
-    assert.equal(await othello.page.getByRole('textbox', { name: 'Team' }).inputValue(), 'Design');
+    assert.equal(await othello.page.getByRole('textbox', { name: 'Team name' }).inputValue(), 'Design');
     await othello.context.close();
     await owner.context.close();
   });

@@ -230,6 +230,7 @@ export function ProfileFields({ s }: { s: State }) {
   const [type, setType] = useState(1);
   const [options, setOptions] = useState('');
   const ids = { n: useId('pn'), h: useId('ph'), t: useId('pt'), o: useId('po') };
+  const [editing, setEditing] = useState<number | null>(null);
   const reorder = (i: number, by: number) => {
     const order = fields.map((f) => f.id);
     const [moved] = order.splice(i, 1);
@@ -284,7 +285,7 @@ export function ProfileFields({ s }: { s: State }) {
         <tbody>
           {fields.map((f, i) => (
             <tr>
-              <th scope="row">{f.name}</th>
+              <th scope="row">{editing === f.id ? <EditField f={f} onDone={() => setEditing(null)} /> : f.name}</th>
               <td>{FIELD_TYPES.find(([t]) => t === f.type)?.[1] ?? 'External account'}</td>
               <td class="row-actions">
                 <button type="button" aria-label={`Move ${f.name} up`} disabled={i === 0} onClick={() => reorder(i, -1)}>
@@ -292,6 +293,9 @@ export function ProfileFields({ s }: { s: State }) {
                 </button>
                 <button type="button" aria-label={`Move ${f.name} down`} disabled={i === fields.length - 1} onClick={() => reorder(i, 1)}>
                   ↓
+                </button>
+                <button type="button" aria-label={`Edit ${f.name}`} onClick={() => setEditing(f.id)}>
+                  Edit
                 </button>
                 <button type="button" class="danger" aria-label={`Delete ${f.name}`} onClick={() => void saver.run(() => api('DELETE', `/realm/profile_fields/${f.id}`))}>
                   Delete
@@ -425,5 +429,41 @@ export function Bots({ s, mine }: { s: State; mine?: boolean }) {
         </tbody>
       </table>
     </Section>
+  );
+}
+
+/** A profile field's label and hint, changed in place (PATCH /realm/profile_fields/{id}). */
+function EditField({ f, onDone }: { f: { id: number; name: string; hint: string }; onDone: () => void }) {
+  const [name, setName] = useState(f.name);
+  const [hint, setHint] = useState(f.hint);
+  const [error, setError] = useState<string | null>(null);
+  const ids = { n: useId('efn'), h: useId('efh') };
+  return (
+    <form
+      class="setting-grid"
+      aria-label={`Edit ${f.name}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        api('PATCH', `/realm/profile_fields/${f.id}`, { name, hint }).then(onDone, (err) => setError(errorText(err)));
+      }}
+    >
+      <label for={ids.n}>Label</label>
+      <input id={ids.n} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      <label for={ids.h}>Hint</label>
+      <input id={ids.h} value={hint} onInput={(e) => setHint(e.currentTarget.value)} />
+      <div class="setting-actions">
+        <button class="primary" type="submit">
+          Save
+        </button>
+        <button type="button" onClick={onDone}>
+          Cancel
+        </button>
+        {error && (
+          <span class="save-status error" role="alert">
+            {error}
+          </span>
+        )}
+      </div>
+    </form>
   );
 }
