@@ -293,7 +293,7 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await page.getByRole('list', { name: 'Saved snippets' }).getByText('Standup').waitFor();
     await page.getByRole('button', { name: 'Close settings' }).click();
     await page.goto(`${s.url}/#narrow/channel/${general}-general/topic/standup`);
-    await page.getByRole('button', { name: 'Saved snippets' }).click();
+    await page.getByRole('button', { name: 'Snippets', exact: true }).click();
     await page.getByRole('menuitem', { name: 'Standup' }).click();
     assert.equal(await page.getByRole('textbox', { name: 'Message' }).inputValue(), 'Yesterday: reviews. Today: the release.');
     const stored = ok(await s.cast.othello.client.get('/saved_snippets')).saved_snippets as { title: string }[];

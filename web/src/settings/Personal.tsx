@@ -588,7 +588,7 @@ export function SavedSnippets({ s }: { s: State }) {
   const saver = useSaver();
   const ids = { t: useId('snt'), c: useId('snc') };
   return (
-    <Section title="Saved snippets" intro="Text you send often, inserted from the compose box's “Saved snippets” menu.">
+    <Section title="Saved snippets" intro="Text you send often, inserted from the compose box's “Snippets” menu.">
       <form
         class="setting-grid"
         aria-label="Add a new saved snippet"

@@ -138,9 +138,23 @@ function Reason({ id, text }: { id: string; text: string | undefined }) {
 export function Checkbox({ label, checked, onSave, disabledReason }: { label: string; checked: boolean; onSave: (v: boolean) => Promise<unknown>; disabledReason?: string }) {
   const id = useId('cb');
   const saver = useSaver();
+  // The person's choice shows at once; the server's event then sets `checked` (or a refusal undoes it).
+  const [local, setLocal] = useState<boolean | null>(null);
+  useEffect(() => setLocal(null), [checked]);
   return (
     <div class="setting checkbox">
-      <input id={id} type="checkbox" checked={checked} disabled={!!disabledReason} aria-describedby={disabledReason ? `${id}-why` : undefined} onChange={(e) => void saver.run(() => onSave(e.currentTarget.checked))} />
+      <input
+        id={id}
+        type="checkbox"
+        checked={local ?? checked}
+        disabled={!!disabledReason}
+        aria-describedby={disabledReason ? `${id}-why` : undefined}
+        onChange={(e) => {
+          const v = e.currentTarget.checked;
+          setLocal(v);
+          void saver.run(() => onSave(v)).then((ok) => ok || setLocal(null));
+        }}
+      />
       <label for={id}>{label}</label>
       {saver.status}
       <Reason id={`${id}-why`} text={disabledReason} />
@@ -163,18 +177,21 @@ export function Select<T extends string | number>({
 }) {
   const id = useId('sel');
   const saver = useSaver();
+  const [local, setLocal] = useState<T | null>(null);
+  useEffect(() => setLocal(null), [value]);
   return (
     <div class="setting">
       <label for={id}>{label}</label>
       <select
         id={id}
-        value={String(value)}
+        value={String(local ?? value)}
         disabled={!!disabledReason}
         aria-describedby={disabledReason ? `${id}-why` : undefined}
         onChange={(e) => {
           const raw = e.currentTarget.value;
           const v = (typeof value === 'number' ? Number(raw) : raw) as T;
-          void saver.run(() => onSave(v));
+          setLocal(v);
+          void saver.run(() => onSave(v)).then((ok) => ok || setLocal(null));
         }}
       >
         {options.map(([v, text]) => (
