@@ -30,9 +30,9 @@ const base = `http://localhost:${port}`;
 const browser = await launch();
 mkdirSync(OUT, { recursive: true });
 
-async function logIn(page: Page): Promise<void> {
+async function logIn(page: Page, email = 'hamlet@example.com'): Promise<void> {
   await page.goto(`${base}/login`);
-  await page.getByLabel('Email').fill('hamlet@example.com');
+  await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill('parley-demo');
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('navigation', { name: 'Channels' }).waitFor();
@@ -72,7 +72,27 @@ try {
         const body = new URLSearchParams({ anchor: 'oldest', num_before: '0', num_after: '1000', narrow: '[]', op: 'remove', flag: 'read' });
         await fetch('/json/messages/flags/narrow', { method: 'POST', headers: { 'X-CSRFToken': token }, body });
       });
+      // Settings (issue 16): a member's own, the channels, and an owner's organization screens.
+      await page.goto(`${base}/#settings/profile`);
+      await page.getByRole('dialog', { name: 'Settings' }).getByRole('heading', { name: 'Profile', exact: true }).waitFor();
+      await shot('settings-profile');
+      await page.goto(`${base}/#channels/all`);
+      await page.getByRole('list', { name: 'Channels' }).getByRole('listitem').first().waitFor();
+      await shot('settings-channels');
       await context.close();
+      const ownerContext = await browser.newContext({ viewport, colorScheme: scheme, deviceScaleFactor: 1 });
+      const ownerPage = await ownerContext.newPage();
+      await logIn(ownerPage, 'owner@example.com');
+      for (const [name, hash, heading] of [
+        ['organization-users', '#organization/users', 'Users'],
+        ['organization-invitations', '#organization/invites-list', 'Invitations'],
+      ] as const) {
+        await ownerPage.goto(`${base}/${hash}`);
+        await ownerPage.getByRole('dialog', { name: 'Settings' }).getByRole('heading', { name: heading, exact: true }).waitFor();
+        await ownerPage.waitForTimeout(300);
+        await ownerPage.screenshot({ path: join(OUT, `${name}-${device}-${scheme}.png`) });
+      }
+      await ownerContext.close();
     }
   }
   console.log(`screenshots in ${OUT}/`);

@@ -9,6 +9,7 @@ const CAPABILITIES = {
   stream_typing_notifications: true,
   user_settings_object: true,
   empty_topic_name: true,
+  linkifier_url_template: true,
 };
 
 export function register(): Promise<Record<string, any>> {

@@ -2,6 +2,7 @@ import type { Message, ServerEvent } from '../api/types';
 import { messageMatches } from './narrow';
 import { applyPresences, mergeIds, noteDm, store, userTopicKey, type State } from './store';
 import { dmKey } from './unread';
+import { applySettingsEvent } from '../settings/live';
 
 const hooks: { refetchList: () => void; confirmLocal: (localId: string, m: Message) => void } = {
   refetchList: () => undefined,
@@ -211,6 +212,7 @@ export function applyEvents(events: ServerEvent[]): void {
   if (!state) return;
   for (const e of events) {
     applyEvent(state, e);
+    applySettingsEvent(state, e);
     state.lastEventId = Math.max(state.lastEventId, e.id);
   }
   store.changed();

@@ -63,6 +63,10 @@ export interface State {
   userGroups: Map<number, UserGroup>;
   list: MessageList | null;
   connection: 'connected' | 'offline';
+  /** POST /register's answer as a whole, kept current by applySettingsEvent: what the settings screens read. */
+  reg: Record<string, any>;
+  /** How many events of each type arrived: settings screens showing fetched lists refetch when theirs change. */
+  eventCounts: Record<string, number>;
 }
 
 export interface UserGroup {
@@ -175,6 +179,8 @@ export function stateFromRegister(r: Record<string, any>): State {
     userGroups: new Map((r.realm_user_groups ?? []).map((g: UserGroup) => [g.id, g])),
     list: null,
     connection: 'connected',
+    reg: r,
+    eventCounts: {},
   };
   applyPresences(state, r.presences ?? {}, r.server_timestamp ?? Date.now() / 1000);
   // Whoever has the app open is active, before the first presence report says so.

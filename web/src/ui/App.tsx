@@ -10,6 +10,7 @@ import { LeftSidebar, RightSidebar } from './Sidebars';
 import { Shortcuts, useShortcuts } from './Shortcuts';
 import { Avatar } from './Avatar';
 import { SuggestInput } from './SuggestInput';
+import { isSettingsHash, LazySettings } from '../settings/Lazy';
 
 export function names(s: State): Names {
   return {
@@ -46,6 +47,9 @@ export function App({ registration }: { registration: Promise<Record<string, any
   const [leftOpen, setLeftOpen] = useState(false);
   const [rightOpen, setRightOpen] = useState(false);
   const [showShortcuts, setShowShortcuts] = useState(false);
+  const [settingsHash, setSettingsHash] = useState<string | null>(isSettingsHash(window.location.hash) ? window.location.hash : null);
+  /** Where closing the settings returns to. */
+  const appHash = useRef(isSettingsHash(window.location.hash) ? '#inbox' : window.location.hash || '#inbox');
   const compose = useRef<ComposeHandle>(null);
   const search = useRef<HTMLInputElement>(null);
 
@@ -59,6 +63,10 @@ export function App({ registration }: { registration: Promise<Record<string, any
         else throw e;
       });
     const onHash = () => {
+      setMenuOpen(false);
+      if (isSettingsHash(window.location.hash)) return setSettingsHash(window.location.hash);
+      setSettingsHash(null);
+      appHash.current = window.location.hash || '#inbox';
       const nv = hashToView(window.location.hash);
       setV(nv);
       setLeftOpen(false);
@@ -121,6 +129,17 @@ export function App({ registration }: { registration: Promise<Record<string, any
                 <strong>{s.me.full_name}</strong>
                 <span>{s.me.email}</span>
               </div>
+              <a role="menuitem" href="#settings/profile">
+                Personal settings
+              </a>
+              <a role="menuitem" href="#channels/subscribed">
+                Channel settings
+              </a>
+              {s.me.role <= 200 && (
+                <a role="menuitem" href="#organization/organization-profile">
+                  Organization settings
+                </a>
+              )}
               <button role="menuitem" onClick={() => { setMenuOpen(false); setShowShortcuts(true); }}>
                 Keyboard shortcuts
               </button>
@@ -142,6 +161,7 @@ export function App({ registration }: { registration: Promise<Record<string, any
       <RightSidebar s={s} users={s.users} presence={s.presence} />
       {(leftOpen || rightOpen) && <div class="scrim" onClick={() => { setLeftOpen(false); setRightOpen(false); }} />}
       {showShortcuts && <Shortcuts onClose={() => setShowShortcuts(false)} />}
+      {settingsHash && <LazySettings s={s} hash={settingsHash} onClose={() => (window.location.hash = appHash.current)} />}
     </div>
   );
 }

@@ -4,8 +4,9 @@ const COLORS = ['#4f6df5', '#2f9e44', '#e8590c', '#9c36b5', '#1098ad', '#c2255c'
 
 /** A person's (or the organization's) picture; their initials on a colour when it cannot load. */
 export function Avatar({ url, name, id, size, className }: { url: string | null | undefined; name: string; id: number; size: number; className?: string }) {
-  const [failed, setFailed] = useState(false);
-  if (url && !failed) return <img class={`avatar ${className ?? ''}`} src={url} alt="" width={size} height={size} loading="lazy" onError={() => setFailed(true)} />;
+  // The address that failed: a new picture (an upload) is tried again.
+  const [failed, setFailed] = useState<string | null>(null);
+  if (url && failed !== url) return <img class={`avatar ${className ?? ''}`} src={url} alt="" width={size} height={size} loading="lazy" onError={() => setFailed(url)} />;
   const initials = name
     .split(/[\s,]+/)
     .filter(Boolean)

@@ -9,6 +9,7 @@ import { resolver } from './App';
 import { dmIdsOf, emojiGlyph, withEmojiGlyphs } from './format';
 import { knownEmoji, unicodeEmoji, unicodeLoaded } from '../api/emoji';
 import { SuggestInput } from './SuggestInput';
+import { SnippetPicker } from '../settings/SnippetPicker';
 
 export interface ComposeHandle {
   reply(m?: Message): void;
@@ -407,6 +408,7 @@ export const Compose = memo(forwardRef<ComposeHandle, ComposeProps>(function Com
           <button type="button" onClick={() => fileInput.current?.click()}>
             Upload files
           </button>
+          <SnippetPicker s={s} onInsert={insertAtCaret} />
           <button
             type="button"
             aria-pressed={preview !== null}

@@ -168,7 +168,7 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
               return (
                 <div key={id} data-index={it.index} ref={virtualizer.measureElement} class="row">
                   {(newRecipient || newDay) && <RecipientBar m={m} s={s} showDate />}
-                  <Row m={m} s={s} grouped={grouped} selected={selected === id} onSelect={setSelected} compose={compose} />
+                  <Row m={m} s={s} grouped={grouped} selected={selected === id} onSelect={setSelected} compose={compose} avatar={s.users.get(m.sender_id)?.avatar_url} />
                 </div>
               );
             })}
@@ -185,9 +185,10 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
   );
 }
 
-const Row = memo(function Row(p: { m: Message; s: State; grouped: boolean; selected: boolean; onSelect: (id: number) => void; compose: { current: ComposeHandle | null } }) {
+// `avatar`: the sender's current picture (from the people list, kept live), so a new one re-renders the row.
+const Row = memo(function Row(p: { m: Message; s: State; grouped: boolean; selected: boolean; onSelect: (id: number) => void; compose: { current: ComposeHandle | null }; avatar: string | null | undefined }) {
   return <MessageView {...p} />;
-}, (a, b) => a.m === b.m && a.grouped === b.grouped && a.selected === b.selected && a.s.settings === b.s.settings);
+}, (a, b) => a.m === b.m && a.grouped === b.grouped && a.selected === b.selected && a.s.settings === b.s.settings && a.avatar === b.avatar);
 
 function viewTitle(terms: { operator: string; operand: unknown }[]): string {
   if (terms.length === 0) return 'Combined feed';

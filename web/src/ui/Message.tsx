@@ -110,7 +110,7 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
           {m.sender_full_name}
         </span>
       ) : (
-        <Avatar url={m.avatar_url} name={m.sender_full_name} id={m.sender_id} size={36} />
+        <Avatar url={s.users.get(m.sender_id)?.avatar_url ?? m.avatar_url} name={m.sender_full_name} id={m.sender_id} size={36} />
       )}
       <div class="message-body">
         {!grouped && (

@@ -1,0 +1,353 @@
+/// <reference lib="dom" />
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import type { Browser, Page } from 'playwright-core';
+import { PASSWORD, startServer, type TestServer } from '../helpers/server.js';
+import { ok } from '../helpers/assert.js';
+import { buildWeb, chromiumMissing, launch, loggedIn } from './helpers.js';
+
+/**
+ * The settings screens in real Chromium (issue 16), each test one rule end to end: what one
+ * person does in settings, checked on the server, in the mail and on another person's open page.
+ * Controls are found by their accessible names, which are Zulip's labels.
+ */
+describe('web settings in Chromium', { skip: chromiumMissing }, () => {
+  let s: TestServer;
+  let browser: Browser;
+  let smtp: SMTPServer;
+  const inbox: { to: string; raw: string }[] = [];
+  let general: number;
+
+  before(async () => {
+    smtp = new SMTPServer({
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      onData(stream, session, callback) {
+        let raw = '';
+        stream.on('data', (c: Buffer) => (raw += c.toString('utf8')));
+        stream.on('end', () => {
+          for (const r of session.envelope.rcptTo) inbox.push({ to: r.address, raw });
+          callback();
+        });
+      },
+    });
+    await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
+    buildWeb();
+    s = await startServer('sqlite', { smtpUrl: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}` });
+    const principals = [s.cast.owner.user.id, s.cast.hamlet.user.id, s.cast.othello.user.id];
+    ok(await s.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'general' }], principals }));
+    general = ok(await s.cast.owner.client.get('/get_stream_id', { stream: 'general' })).stream_id;
+    browser = await launch();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await s?.close();
+    await new Promise<void>((r) => smtp?.close(() => r()));
+  });
+
+  async function mailTo(email: string): Promise<string> {
+    for (let i = 0; i < 100; i++) {
+      const mail = inbox.find((m) => m.to === email);
+      if (mail) return mail.raw.replace(/=\r?\n/g, '').replace(/=3D/g, '=');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`no email to ${email}`);
+  }
+
+  const saved = (page: Page) => page.getByRole('status').filter({ hasText: 'Saved' }).first().waitFor();
+
+  test('an owner invites by email through the UI; the invitee follows the emailed link, signs up and lands in the app in the invitation\'s channels', async () => {
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/invites-list');
+    const page = owner.page;
+    await page.getByRole('heading', { name: 'Invitations', exact: true }).waitFor();
+    await page.getByLabel('Emails (one on each line or comma-separated)').fill('newcomer@example.com');
+    await page.getByRole('group', { name: 'Channels they should join' }).getByLabel('#general').check();
+    await page.getByRole('button', { name: 'Invite', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Invitations sent!' }).waitFor();
+    // The pending list is fetched again on the server's invites_changed event.
+    await page.getByRole('table', { name: 'Pending invitations' }).getByRole('rowheader', { name: 'newcomer@example.com' }).waitFor();
+
+    const mail = await mailTo('newcomer@example.com');
+    const link = /(http:\/\/\S+\/join\/[A-Za-z0-9_-]+\/?)/.exec(mail)?.[1];
+    assert.ok(link, 'the invitation email carries the link');
+
+    const context = await browser.newContext();
+    const invitee = await context.newPage();
+    await invitee.goto(link);
+    await invitee.getByLabel('Name').fill('Newcomer');
+    await invitee.getByLabel('Password').fill(PASSWORD);
+    await invitee.getByRole('button', { name: 'Create account' }).click();
+    await invitee.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'general', exact: true }).waitFor();
+    assert.equal(new URL(invitee.url()).pathname, '/');
+    const me = await invitee.evaluate(async () => (await (await fetch('/json/users/me')).json()) as { email: string; full_name: string });
+    assert.equal(me.full_name, 'Newcomer');
+    await context.close();
+    await owner.context.close();
+  });
+
+  test('the API key is shown only after the password, and the zuliprc download carries it', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#settings/account-and-privacy');
+    await page.getByRole('dialog', { name: 'Settings' }).getByRole('heading', { name: 'Account & privacy' }).waitFor();
+    await page.getByLabel('Your password').fill('not the password');
+    await page.getByRole('button', { name: 'Get API key' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Your username or password is incorrect' }).waitFor();
+    assert.equal(await page.getByLabel('API key').count(), 0);
+    await page.getByLabel('Your password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Get API key' }).click();
+    const key = page.getByLabel('API key', { exact: true });
+    await key.waitFor();
+    assert.equal(await key.textContent(), s.cast.othello.user.api_key);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download zuliprc' }).click()]);
+    assert.equal(download.suggestedFilename(), 'zuliprc');
+    const { readFileSync } = await import('node:fs');
+    const text = readFileSync((await download.path())!, 'utf8');
+    assert.match(text, /^\[api\]\nemail=othello@example\.com\nkey=/);
+    assert.ok(text.includes(`key=${s.cast.othello.user.api_key}\n`));
+    await context.close();
+  });
+
+  test('a member sees no organization settings, and a direct visit to their address says why', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD);
+    await page.getByRole('button', { name: 'Menu' }).click();
+    await page.getByRole('menuitem', { name: 'Personal settings' }).waitFor();
+    assert.equal(await page.getByRole('menuitem', { name: 'Organization settings' }).count(), 0);
+    await page.goto(`${s.url}/#organization/organization-settings`);
+    await page.getByRole('heading', { name: 'Organization settings' }).waitFor();
+    await page.getByRole('alert').filter({ hasText: 'Only organization administrators can see and change these settings' }).waitFor();
+    assert.equal(await page.getByLabel('Allow message editing').count(), 0);
+    await context.close();
+  });
+
+  test('an owner makes a member an administrator; the member\'s open page changes live', async () => {
+    const hamlet = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD, '#organization/organization-settings');
+    await hamlet.page.getByRole('alert').filter({ hasText: 'Only organization administrators' }).waitFor();
+
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/users');
+    await owner.page.getByLabel('Role of King Hamlet').selectOption({ label: 'Administrator' });
+    await saved(owner.page);
+    assert.equal(ok(await s.cast.owner.client.get(`/users/${s.cast.hamlet.user.id}`)).user.role, 200);
+
+    // Without a reload: the settings the server now lets Hamlet change appear, enabled.
+    await hamlet.page.getByLabel('Allow message editing').waitFor();
+    assert.equal(await hamlet.page.getByLabel('Allow message editing').isEnabled(), true);
+    await hamlet.page.getByRole('button', { name: 'Close settings' }).click();
+    await hamlet.page.getByRole('button', { name: 'Menu' }).click();
+    await hamlet.page.getByRole('menuitem', { name: 'Organization settings' }).waitFor();
+    await hamlet.context.close();
+    await owner.context.close();
+  });
+
+  test('a channel created with initial subscribers appears live in their sidebars', async () => {
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD);
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#channels/new');
+    const form = owner.page.getByRole('form', { name: 'Create channel' });
+    await form.getByLabel('Channel name').fill('design review');
+    await form.getByLabel('Channel description').fill('Weekly design critique');
+    await form.getByRole('group', { name: 'Choose subscribers' }).getByLabel('Othello, the Moor of Venice').check();
+    await form.getByRole('button', { name: 'Create' }).click();
+    // The new channel's settings open; the person named is a subscriber.
+    await owner.page.getByRole('heading', { name: '#design review' }).waitFor();
+    await othello.page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'design review', exact: true }).waitFor();
+    const id = ok(await s.cast.owner.client.get('/get_stream_id', { stream: 'design review' })).stream_id;
+    const members = ok(await s.cast.owner.client.get(`/streams/${id}/members`)).subscribers as number[];
+    assert.deepEqual(members.sort((a, b) => a - b), [s.cast.owner.user.id, s.cast.othello.user.id].sort((a, b) => a - b));
+    assert.equal(ok(await s.cast.owner.client.get(`/streams/${id}`)).stream.description, 'Weekly design critique');
+    await othello.context.close();
+    await owner.context.close();
+  });
+
+  test('an avatar uploaded in settings shows in another person\'s feed', async () => {
+    ok(await s.cast.hamlet.client.post('/messages', { type: 'stream', to: general, topic: 'portraits', content: 'New picture soon' }));
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, `#narrow/channel/${general}-general/topic/portraits`);
+    const message = othello.page.getByRole('article').filter({ hasText: 'New picture soon' });
+    await message.waitFor();
+
+    const hamlet = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD, '#settings/profile');
+    // A wide picture, cropped to a square before it is sent.
+    const png = await hamlet.page.evaluate(() => {
+      const c = document.createElement('canvas');
+      c.width = 160;
+      c.height = 90;
+      const g = c.getContext('2d')!;
+      g.fillStyle = '#c2255c';
+      g.fillRect(0, 0, 160, 90);
+      return c.toDataURL('image/png').split(',')[1]!;
+    });
+    await hamlet.page.getByLabel('Upload new profile picture').setInputFiles({ name: 'me.png', mimeType: 'image/png', buffer: Buffer.from(png, 'base64') });
+    await saved(hamlet.page);
+    const url = ok(await s.cast.othello.client.get(`/users/${s.cast.hamlet.user.id}`)).user.avatar_url as string;
+    assert.match(url, /\/user_avatars\//);
+
+    // Othello's page shows the new picture on the message already there, without a reload.
+    const img = message.locator('img.avatar');
+    await img.waitFor();
+    assert.equal(await img.getAttribute('src'), url);
+    const size = await img.evaluate(async (el: HTMLImageElement) => {
+      await el.decode();
+      return [el.naturalWidth, el.naturalHeight];
+    });
+    assert.equal(size[0], size[1], 'the picture was cropped to a square');
+    await hamlet.context.close();
+    await othello.context.close();
+  });
+
+  test('a linkifier added in settings (with its preview) turns text into a link in a new message', async () => {
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/linkifier-settings');
+    const form = owner.page.getByRole('form', { name: 'Add a new linkifier' });
+    await form.getByLabel('Pattern').fill('#(?P<id>[0-9]+)');
+    await form.getByLabel('URL template').fill('https://tracker.example.com/issue/{id}');
+    await form.getByLabel('Sample text').fill('see #1234');
+    await owner.page.getByRole('status', { name: 'Linkifier preview' }).filter({ hasText: 'Links to https://tracker.example.com/issue/1234' }).waitFor();
+    await form.getByRole('button', { name: 'Add linkifier' }).click();
+    await owner.page.getByRole('table', { name: 'Linkifiers' }).getByText('https://tracker.example.com/issue/{id}').waitFor();
+
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, `#narrow/channel/${general}-general/topic/bugs`);
+    ok(await s.cast.hamlet.client.post('/messages', { type: 'stream', to: general, topic: 'bugs', content: 'Fixed in #4321' }));
+    const link = othello.page.getByRole('article').filter({ hasText: 'Fixed in' }).getByRole('link', { name: '#4321' });
+    await link.waitFor();
+    assert.equal(await link.getAttribute('href'), 'https://tracker.example.com/issue/4321');
+    await othello.context.close();
+    await owner.context.close();
+  });
+
+  test('an owner deactivates a person, who can no longer use the app, and reactivates them', async () => {
+    const shiva = await loggedIn(browser, s.url, s.cast.moderator.user.email, PASSWORD);
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/users');
+    owner.page.on('dialog', (d) => void d.accept());
+    await owner.page.getByRole('button', { name: 'Deactivate Shiva' }).click();
+    await saved(owner.page);
+    // Their session ended on the server: the next load of the app is the login page.
+    await shiva.page.reload();
+    await shiva.page.getByRole('button', { name: 'Log in' }).waitFor();
+    assert.equal(ok(await s.cast.owner.client.get(`/users/${s.cast.moderator.user.id}`)).user.is_active, false);
+
+    await owner.page.getByRole('tab', { name: 'Deactivated users' }).click();
+    await owner.page.getByRole('button', { name: 'Reactivate Shiva' }).click();
+    await saved(owner.page);
+    assert.equal(ok(await s.cast.owner.client.get(`/users/${s.cast.moderator.user.id}`)).user.is_active, true);
+    // Back in the active list, fetched again on the realm_user event.
+    await owner.page.getByRole('tab', { name: 'Users', exact: true }).click();
+    await owner.page.getByRole('button', { name: 'Deactivate Shiva' }).waitFor();
+    await shiva.context.close();
+    await owner.context.close();
+  });
+
+  test('a reusable invite link is created, listed, and revoked; the revoked link no longer signs anyone up', async () => {
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/invites-list');
+    await owner.page.getByRole('button', { name: 'Generate invite link' }).click();
+    const link = (await owner.page.getByLabel('Invite link').textContent())!;
+    assert.match(link, /\/join\/[A-Za-z0-9_-]+\/?$/);
+    const pending = owner.page.getByRole('table', { name: 'Pending invitations' });
+    await pending.getByRole('rowheader', { name: link }).waitFor();
+    await owner.page.getByRole('button', { name: `Revoke invitation ${link}` }).click();
+    await pending.getByRole('rowheader', { name: link }).waitFor({ state: 'detached' });
+    const res = await fetch(link.replace(/^http:\/\/localhost:/, 'http://127.0.0.1:'));
+    assert.equal(res.status, 404);
+    assert.match(await res.text(), /expired or been deactivated/);
+    await owner.context.close();
+  });
+
+  test('a user group created in settings, with a member added, shows live in that member\'s groups', async () => {
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#groups/your');
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#groups/new');
+    const form = owner.page.getByRole('form', { name: 'Create user group' });
+    await form.getByLabel('User group name').fill('reviewers');
+    await form.getByLabel('User group description').fill('People who review designs');
+    await form.getByRole('button', { name: 'Create' }).click();
+    await owner.page.getByRole('heading', { name: 'reviewers' }).waitFor();
+    await owner.page.getByLabel('Add members').selectOption({ label: 'Othello, the Moor of Venice' });
+    await owner.page.getByRole('button', { name: 'Add', exact: true }).click();
+    await owner.page.getByRole('list', { name: 'Members' }).getByText('Othello, the Moor of Venice').waitFor();
+    await othello.page.getByRole('list', { name: 'User groups' }).getByRole('link', { name: 'reviewers' }).waitFor();
+    const groups = ok(await s.cast.othello.client.get('/user_groups')).user_groups as { name: string; members: number[] }[];
+    assert.deepEqual(groups.find((g) => g.name === 'reviewers')?.members.sort((a, b) => a - b), [s.cast.owner.user.id, s.cast.othello.user.id].sort((a, b) => a - b));
+    await othello.context.close();
+    await owner.context.close();
+  });
+
+  test('browsing all channels, a member subscribes and unsubscribes, and the sidebar follows', async () => {
+    ok(await s.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'announcements', description: 'Company news' }] }));
+    const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#channels/all');
+    const row = page.getByRole('list', { name: 'Channels' }).getByRole('listitem').filter({ hasText: 'announcements' });
+    await row.getByText('1 subscribers').waitFor();
+    await row.getByText('Company news').waitFor();
+    await page.getByRole('button', { name: 'Subscribe to announcements' }).click();
+    await page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'announcements', exact: true }).waitFor();
+    await row.getByText('2 subscribers').waitFor();
+    await page.getByRole('button', { name: 'Unsubscribe from announcements' }).click();
+    await page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'announcements', exact: true }).waitFor({ state: 'detached' });
+    await page.getByRole('button', { name: 'Subscribe to announcements' }).waitFor();
+    await context.close();
+  });
+
+  test('a saved snippet created in settings is inserted into compose from its menu', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#settings/saved-snippets');
+    const form = page.getByRole('form', { name: 'Add a new saved snippet' });
+    await form.getByLabel('Title').fill('Standup');
+    await form.getByLabel('Content').fill('Yesterday: reviews. Today: the release.');
+    await form.getByRole('button', { name: 'Save' }).click();
+    // Listed from the server's saved_snippets event.
+    await page.getByRole('list', { name: 'Saved snippets' }).getByText('Standup').waitFor();
+    await page.getByRole('button', { name: 'Close settings' }).click();
+    await page.goto(`${s.url}/#narrow/channel/${general}-general/topic/standup`);
+    await page.getByRole('button', { name: 'Snippets', exact: true }).click();
+    await page.getByRole('menuitem', { name: 'Standup' }).click();
+    assert.equal(await page.getByRole('textbox', { name: 'Message' }).inputValue(), 'Yesterday: reviews. Today: the release.');
+    const stored = ok(await s.cast.othello.client.get('/saved_snippets')).saved_snippets as { title: string }[];
+    assert.deepEqual(stored.map((x) => x.title), ['Standup']);
+    await context.close();
+  });
+
+  test('an administrator sees the owner-only settings disabled with the reason, and the server refuses them too', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.admin.user.email, PASSWORD, '#organization/organization-settings');
+    const required = page.getByLabel('Invitations are required for joining this organization');
+    await required.waitFor();
+    assert.equal(await required.isDisabled(), true);
+    assert.equal(await required.getAttribute('aria-describedby') !== null, true);
+    const reason = page.locator(`#${await required.getAttribute('aria-describedby')}`);
+    assert.equal(await reason.textContent(), 'Only organization owners can change this.');
+    // What the administrator may change is enabled, and saves.
+    await page.getByLabel('Allow message editing').uncheck();
+    await saved(page);
+    const refused = await s.cast.admin.client.patch('/realm', { invite_required: false });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.code, 'UNAUTHORIZED_PRINCIPAL');
+    await page.getByLabel('Allow message editing').check();
+    await saved(page);
+    await context.close();
+  });
+
+  test('a custom profile field added and renamed by the owner appears live in a member\'s profile, who fills it in', async () => {
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#settings/profile');
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/profile-field-settings');
+    const form = owner.page.getByRole('form', { name: 'Add a new profile field' });
+    await form.getByLabel('Type').selectOption({ label: 'Text (short)' });
+    await form.getByLabel('Label').fill('Team');
+    await form.getByLabel('Hint').fill('Which team you are on');
+    await form.getByRole('button', { name: 'Add' }).click();
+    await owner.page.getByRole('table', { name: 'Custom profile fields' }).getByRole('rowheader', { name: 'Team' }).waitFor();
+    await owner.page.getByRole('button', { name: 'Edit Team' }).click();
+    const edit = owner.page.getByRole('form', { name: 'Edit Team' });
+    await edit.getByLabel('Label').fill('Team name');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await owner.page.getByRole('table', { name: 'Custom profile fields' }).getByRole('rowheader', { name: 'Team name' }).waitFor();
+
+    const field = othello.page.getByRole('textbox', { name: 'Team name' });
+    await field.waitFor();
+    await field.fill('Design');
+    await field.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).click();
+    await saved(othello.page);
+    const user = ok(await s.cast.owner.client.get(`/users/${s.cast.othello.user.id}`, { include_custom_profile_fields: true })).user;
+    assert.deepEqual(Object.values(user.profile_data).map((v: any) => v.value), ['Design']);
+    // The realm_user event updated the person's profile data: the field shows a saved value
+    // (Save is enabled only for a change), and a fresh page loads it from register.
+    await field.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).and(othello.page.locator(':disabled')).waitFor();
+    await othello.page.reload();
+    assert.equal(await othello.page.getByRole('textbox', { name: 'Team name' }).inputValue(), 'Design');
+    await othello.context.close();
+    await owner.context.close();
+  });
+});

@@ -1,0 +1,580 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api/client';
+import type { State } from '../state/store';
+import { Avatar } from '../ui/Avatar';
+import {
+  ADMIN_ONLY,
+  Checkbox,
+  errorText,
+  GroupSettingSelect,
+  isAdmin,
+  isOwner,
+  OWNER_ONLY,
+  realmAllows,
+  ROLE,
+  ROLE_NAMES,
+  roleName,
+  Section,
+  Select,
+  Subsection,
+  TextSetting,
+  uploadForm,
+  useFetched,
+  useId,
+  useSaver,
+  type GroupSetting,
+} from './common';
+
+const patchRealm = (params: Record<string, unknown>) => api('PATCH', '/realm', params as any);
+
+export function OrganizationProfile({ s }: { s: State }) {
+  const r = s.reg;
+  const reason = isAdmin(s) ? undefined : ADMIN_ONLY;
+  return (
+    <Section title="Organization profile">
+      <TextSetting label="Organization name" value={r.realm_name ?? s.realm.name} onSave={(v) => patchRealm({ name: v })} disabledReason={reason} />
+      <TextSetting label="Organization description" value={r.realm_description ?? ''} multiline onSave={(v) => patchRealm({ description: v })} disabledReason={reason} />
+      <ImageSetting label="Organization icon" url={r.realm_icon_url} path="/realm/icon" custom={r.realm_icon_source === 'U'} reason={reason} />
+      <ImageSetting label="Organization logo" url={r.realm_logo_url} path="/realm/logo" custom={r.realm_logo_source === 'U'} reason={reason} />
+    </Section>
+  );
+}
+
+function ImageSetting({ label, url, path, custom, reason }: { label: string; url: string; path: string; custom: boolean; reason?: string }) {
+  const id = useId('img');
+  const saver = useSaver();
+  return (
+    <Subsection title={label}>
+      <div class="avatar-setting">
+        <Avatar url={url} name={label} id={1} size={64} />
+        <div>
+          <label for={id}>Upload {label.toLowerCase()}</label>
+          <input
+            id={id}
+            type="file"
+            accept="image/*"
+            disabled={!!reason}
+            onChange={(e) => {
+              const file = e.currentTarget.files?.[0];
+              if (file) void saver.run(() => uploadForm('POST', path, { file }));
+            }}
+          />
+          {custom && !reason && (
+            <button type="button" onClick={() => void saver.run(() => api('DELETE', path))}>
+              Delete {label.toLowerCase()}
+            </button>
+          )}
+          {saver.status}
+          {reason && <span class="setting-reason">{reason}</span>}
+        </div>
+      </div>
+    </Subsection>
+  );
+}
+
+const LIMITS: [number | 'null', string][] = [
+  ['null', 'Any time'],
+  [120, '2 minutes'],
+  [600, '10 minutes'],
+  [3600, '1 hour'],
+  [86400, '1 day'],
+  [604800, '1 week'],
+];
+
+function limitOptions(current: number | null): [string, string][] {
+  const opts = LIMITS.map(([v, t]) => [String(v), t] as [string, string]);
+  if (current !== null && !LIMITS.some(([v]) => v === current)) opts.push([String(current), `${current} seconds`]);
+  return opts;
+}
+
+const limitValue = (v: string) => (v === 'null' ? 0 : Number(v));
+
+export function OrganizationSettings({ s }: { s: State }) {
+  const r = s.reg;
+  const reason = isAdmin(s) ? undefined : ADMIN_ONLY;
+  const providers = Object.values((r.realm_available_video_chat_providers ?? {}) as Record<string, { name: string; id: number }>);
+  return (
+    <Section title="Organization settings">
+      <Subsection title="Message editing">
+        <Checkbox label="Allow message editing" checked={!!r.realm_allow_message_editing} onSave={(v) => patchRealm({ allow_message_editing: v })} disabledReason={reason} />
+        <Select
+          label="Time limit for editing messages"
+          value={String(r.realm_message_content_edit_limit_seconds ?? 'null')}
+          options={limitOptions(r.realm_message_content_edit_limit_seconds ?? null)}
+          onSave={(v) => patchRealm({ message_content_edit_limit_seconds: v === 'null' ? 'unlimited' : limitValue(v) })}
+          disabledReason={reason}
+        />
+        <Select
+          label="Time limit for deleting messages"
+          value={String(r.realm_message_content_delete_limit_seconds ?? 'null')}
+          options={limitOptions(r.realm_message_content_delete_limit_seconds ?? null)}
+          onSave={(v) => patchRealm({ message_content_delete_limit_seconds: v === 'null' ? 'unlimited' : limitValue(v) })}
+          disabledReason={reason}
+        />
+        <Select
+          label="Topics policy"
+          value={r.realm_topics_policy ?? 'allow_empty_topic'}
+          options={[
+            ['allow_empty_topic', 'Allow sending messages without a topic'],
+            ['disable_empty_topic', 'Require topics in channel messages'],
+          ]}
+          onSave={(v) => patchRealm({ topics_policy: v })}
+          disabledReason={reason}
+        />
+      </Subsection>
+      <Subsection title="Other settings">
+        <Select
+          label="Call provider"
+          value={r.realm_video_chat_provider ?? 1}
+          options={providers.map((p) => [p.id, p.name] as [number, string])}
+          onSave={(v) => patchRealm({ video_chat_provider: v })}
+          disabledReason={reason}
+        />
+        <Checkbox label="Show previews of uploaded and linked images and videos" checked={!!r.realm_inline_image_preview} onSave={(v) => patchRealm({ inline_image_preview: v })} disabledReason={reason} />
+        <Checkbox label="Send emails introducing Zulip to new users" checked={!!r.realm_send_welcome_emails} onSave={(v) => patchRealm({ send_welcome_emails: v })} disabledReason={reason} />
+        <Checkbox label="Allow sending read receipts" checked={!!r.realm_enable_read_receipts} onSave={(v) => patchRealm({ enable_read_receipts: v })} disabledReason={reason} />
+        <Checkbox label="Prevent users from changing their name" checked={!!r.realm_name_changes_disabled} onSave={(v) => patchRealm({ name_changes_disabled: v })} disabledReason={reason} />
+        <Checkbox label="Prevent users from changing their email address" checked={!!r.realm_email_changes_disabled} onSave={(v) => patchRealm({ email_changes_disabled: v })} disabledReason={reason} />
+        <Checkbox label="Prevent users from changing their avatar" checked={!!r.realm_avatar_changes_disabled} onSave={(v) => patchRealm({ avatar_changes_disabled: v })} disabledReason={reason} />
+        <Checkbox label="Require unique names" checked={!!r.realm_require_unique_names} onSave={(v) => patchRealm({ require_unique_names: v })} disabledReason={reason} />
+        <Checkbox label="Display “(guest)” after names of guest users" checked={!!r.realm_enable_guest_user_indicator} onSave={(v) => patchRealm({ enable_guest_user_indicator: v })} disabledReason={reason} />
+        <Checkbox label="Allow creating web-public channels (visible to anyone on the Internet)" checked={!!r.realm_enable_spectator_access} onSave={(v) => patchRealm({ enable_spectator_access: v })} disabledReason={reason} />
+        <Checkbox label="Send weekly digest emails to inactive users" checked={!!r.realm_digest_emails_enabled} onSave={(v) => patchRealm({ digest_emails_enabled: v })} disabledReason={reason} />
+        <Select
+          label="Day of the week to send digests"
+          value={r.realm_digest_weekday ?? 1}
+          options={['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'].map((d, i) => [i, d] as [number, string])}
+          onSave={(v) => patchRealm({ digest_weekday: v })}
+          disabledReason={reason}
+        />
+        <TextSetting label="Custom welcome message" multiline value={r.realm_welcome_message_custom_text ?? ''} onSave={(v) => patchRealm({ welcome_message_custom_text: v })} disabledReason={reason} />
+      </Subsection>
+      <Subsection title="Message retention">
+        <Select
+          label="Message retention period"
+          value={r.realm_message_retention_days ?? -1}
+          options={[[-1, 'Retain forever'], ...[30, 90, 365, 730].map((d) => [d, `${d} days`] as [number, string]), ...(![-1, 30, 90, 365, 730].includes(r.realm_message_retention_days) && r.realm_message_retention_days ? [[r.realm_message_retention_days, `${r.realm_message_retention_days} days`] as [number, string]] : [])]}
+          onSave={(v) => patchRealm({ message_retention_days: v === -1 ? 'unlimited' : v })}
+          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+        />
+      </Subsection>
+      <Subsection title="Joining the organization">
+        <Select
+          label="Waiting period before new members turn into full members"
+          value={r.realm_waiting_period_threshold ?? 0}
+          options={[[0, 'None'], [3, '3 days'], [7, '7 days'], [30, '30 days'], ...(![0, 3, 7, 30].includes(r.realm_waiting_period_threshold ?? 0) ? [[r.realm_waiting_period_threshold, `${r.realm_waiting_period_threshold} days`] as [number, string]] : [])]}
+          onSave={(v) => patchRealm({ waiting_period_threshold: v })}
+          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+        />
+        <Checkbox
+          label="Don't allow disposable email addresses"
+          checked={!!r.realm_disallow_disposable_email_addresses}
+          onSave={(v) => patchRealm({ disallow_disposable_email_addresses: v })}
+          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+        />
+        <Checkbox label="Invitations are required for joining this organization" checked={!!r.realm_invite_required} onSave={(v) => patchRealm({ invite_required: v })} disabledReason={isOwner(s) ? undefined : OWNER_ONLY} />
+        <Checkbox
+          label="Restrict to a list of domains"
+          checked={!!r.realm_emails_restricted_to_domains}
+          onSave={(v) => patchRealm({ emails_restricted_to_domains: v })}
+          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+        />
+        <Domains s={s} reason={isOwner(s) ? undefined : OWNER_ONLY} />
+        <DefaultChannels s={s} reason={reason} />
+      </Subsection>
+    </Section>
+  );
+}
+
+function Domains({ s, reason }: { s: State; reason?: string }) {
+  const domains: { domain: string; allow_subdomains: boolean }[] = s.reg.realm_domains ?? [];
+  const [domain, setDomain] = useState('');
+  const saver = useSaver();
+  const id = useId('dom');
+  return (
+    <div class="setting">
+      <h4>Allowed domains</h4>
+      <ul class="plain settings-list">
+        {domains.map((d) => (
+          <li>
+            <span>{d.domain}</span>
+            {!reason && (
+              <button type="button" aria-label={`Remove domain ${d.domain}`} onClick={() => void saver.run(() => api('DELETE', `/realm/domains/${encodeURIComponent(d.domain)}`))}>
+                Remove
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      {!reason && (
+        <form
+          class="setting-row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void saver.run(() => api('POST', '/realm/domains', { domain, allow_subdomains: false })).then((ok) => ok && setDomain(''));
+          }}
+        >
+          <label for={id}>Domain</label>
+          <input id={id} value={domain} onInput={(e) => setDomain(e.currentTarget.value)} />
+          <button type="submit" disabled={!domain}>
+            Add
+          </button>
+        </form>
+      )}
+      {saver.status}
+    </div>
+  );
+}
+
+function DefaultChannels({ s, reason }: { s: State; reason?: string }) {
+  const defaults: { stream_id: number; name: string }[] = s.reg.realm_default_streams ?? [];
+  const [adding, setAdding] = useState(0);
+  const saver = useSaver();
+  const id = useId('defch');
+  const candidates = [...s.channelNames.entries()].filter(([sid]) => !defaults.some((d) => d.stream_id === sid));
+  return (
+    <div class="setting">
+      <h4>Default channels</h4>
+      <p class="muted">New users are subscribed to these channels when they join.</p>
+      <ul class="plain settings-list">
+        {defaults.map((d) => (
+          <li>
+            <span>#{d.name}</span>
+            {!reason && (
+              <button type="button" aria-label={`Remove default channel ${d.name}`} onClick={() => void saver.run(() => api('DELETE', '/default_streams', { stream_id: d.stream_id }))}>
+                Remove
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      {!reason && (
+        <form
+          class="setting-row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void saver.run(() => api('POST', '/default_streams', { stream_id: adding })).then((ok) => ok && setAdding(0));
+          }}
+        >
+          <label for={id}>Add default channel</label>
+          <select id={id} value={String(adding)} onChange={(e) => setAdding(Number(e.currentTarget.value))}>
+            <option value="0"></option>
+            {candidates.map(([sid, name]) => (
+              <option value={String(sid)}>#{name}</option>
+            ))}
+          </select>
+          <button type="submit" disabled={!adding}>
+            Add
+          </button>
+        </form>
+      )}
+      {saver.status}
+    </div>
+  );
+}
+
+/** Zulip's organization permissions, each a realm group setting with its settings-page label. */
+const REALM_PERMISSIONS: [string, string][] = [
+  ['can_invite_users_group', 'Who can send email invitations to new users'],
+  ['create_multiuse_invite_group', 'Who can create reusable invitation links'],
+  ['can_create_public_channel_group', 'Who can create public channels'],
+  ['can_create_private_channel_group', 'Who can create private channels'],
+  ['can_create_web_public_channel_group', 'Who can create web-public channels'],
+  ['can_add_subscribers_group', 'Who can subscribe others to channels'],
+  ['can_create_groups', 'Who can create user groups'],
+  ['can_manage_all_groups', 'Who can administer all user groups'],
+  ['can_add_custom_emoji_group', 'Who can add custom emoji'],
+  ['can_create_bots_group', 'Who can create any bot'],
+  ['can_create_write_only_bots_group', 'Who can create bots that send messages into Zulip'],
+  ['can_delete_any_message_group', 'Who can delete any message'],
+  ['can_delete_own_message_group', 'Who can delete their own messages'],
+  ['can_move_messages_between_channels_group', 'Who can move messages to another channel'],
+  ['can_move_messages_between_topics_group', 'Who can move messages to another topic'],
+  ['can_resolve_topics_group', 'Who can resolve topics'],
+  ['can_mention_many_users_group', 'Who can notify a large number of users with a wildcard mention'],
+  ['direct_message_permission_group', 'Who can authorize a direct message conversation'],
+  ['direct_message_initiator_group', 'Who can start a direct message conversation'],
+  ['can_access_all_users_group', 'Who can view all other users in the organization'],
+];
+
+/** Group settings only owners may change (Zulip's update_realm; the server's OWNER_ONLY). */
+const OWNER_ONLY_SETTINGS = new Set(['create_multiuse_invite_group', 'can_create_groups', 'can_invite_users_group', 'can_manage_all_groups', 'can_manage_billing_group']);
+
+export function OrganizationPermissions({ s }: { s: State }) {
+  return (
+    <Section title="Organization permissions">
+      {REALM_PERMISSIONS.filter(([name]) => s.reg[`realm_${name}`] !== undefined).map(([name, label]) => (
+        <GroupSettingSelect
+          s={s}
+          label={label}
+          value={s.reg[`realm_${name}`] as GroupSetting}
+          onSave={(g) => patchRealm({ [name]: { new: g } })}
+          disabledReason={!isAdmin(s) ? ADMIN_ONLY : OWNER_ONLY_SETTINGS.has(name) && !isOwner(s) ? OWNER_ONLY : undefined}
+        />
+      ))}
+    </Section>
+  );
+}
+
+interface ApiUser {
+  user_id: number;
+  full_name: string;
+  email: string;
+  delivery_email?: string;
+  role: number;
+  is_active: boolean;
+  is_bot: boolean;
+  bot_owner_id?: number;
+  avatar_url: string | null;
+}
+
+export function Users({ s }: { s: State }) {
+  const { data, error } = useFetched(s, ['realm_user', 'realm_bot'], () => api('GET', '/users', { client_gravatar: false }).then((r) => r.members as ApiUser[]));
+  const [tab, setTab] = useState<'active' | 'deactivated'>('active');
+  const saver = useSaver();
+  const users = (data ?? []).filter((u) => !u.is_bot && (tab === 'active' ? u.is_active : !u.is_active)).sort((a, b) => a.full_name.localeCompare(b.full_name));
+  const roleOptions = ROLE_NAMES.filter(([r]) => isOwner(s) || r !== ROLE.OWNER);
+  return (
+    <Section title="Users">
+      <div class="settings-tabs" role="tablist" aria-label="Users">
+        <button role="tab" aria-selected={tab === 'active'} onClick={() => setTab('active')}>
+          Users
+        </button>
+        <button role="tab" aria-selected={tab === 'deactivated'} onClick={() => setTab('deactivated')}>
+          Deactivated users
+        </button>
+      </div>
+      {error && <p role="alert">{error}</p>}
+      {saver.status}
+      <table class="settings-table" aria-label={tab === 'active' ? 'Users' : 'Deactivated users'}>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Email</th>
+            <th scope="col">Role</th>
+            {isAdmin(s) && <th scope="col">Actions</th>}
+          </tr>
+        </thead>
+        <tbody>
+          {users.map((u) => {
+            const ownerTarget = u.role === ROLE.OWNER && !isOwner(s);
+            return (
+              <tr>
+                <th scope="row">{u.full_name}</th>
+                <td>{u.delivery_email ?? u.email}</td>
+                <td>
+                  {isAdmin(s) && !ownerTarget && u.is_active ? (
+                    <select
+                      aria-label={`Role of ${u.full_name}`}
+                      value={String(u.role)}
+                      onChange={(e) => void saver.run(() => api('PATCH', `/users/${u.user_id}`, { role: Number(e.currentTarget.value) }))}
+                    >
+                      {roleOptions.map(([r, name]) => (
+                        <option value={String(r)}>{name}</option>
+                      ))}
+                    </select>
+                  ) : (
+                    <span title={ownerTarget ? OWNER_ONLY : undefined}>{roleName(u.role)}</span>
+                  )}
+                </td>
+                {isAdmin(s) && (
+                  <td>
+                    {u.user_id === s.me.user_id || ownerTarget ? null : u.is_active ? (
+                      <button
+                        type="button"
+                        class="danger"
+                        aria-label={`Deactivate ${u.full_name}`}
+                        onClick={() => {
+                          if (window.confirm(`Deactivate ${u.full_name}? Their bots are deactivated too, and they are logged out everywhere.`)) void saver.run(() => api('DELETE', `/users/${u.user_id}`));
+                        }}
+                      >
+                        Deactivate
+                      </button>
+                    ) : (
+                      <button type="button" aria-label={`Reactivate ${u.full_name}`} onClick={() => void saver.run(() => api('POST', `/users/${u.user_id}/reactivate`))}>
+                        Reactivate
+                      </button>
+                    )}
+                  </td>
+                )}
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </Section>
+  );
+}
+
+const EXPIRY: [string, string][] = [
+  ['30', '30 minutes'],
+  ['1440', '1 day'],
+  ['4320', '3 days'],
+  ['14400', '10 days'],
+  ['43200', '30 days'],
+  ['never', 'Never expires'],
+];
+
+export function Invitations({ s }: { s: State }) {
+  const canEmail = isAdmin(s) || realmAllows(s, 'can_invite_users_group');
+  const canLink = realmAllows(s, 'create_multiuse_invite_group');
+  const { data, error } = useFetched(s, ['invites_changed'], () => api('GET', '/invites').then((r) => r.invites as any[]));
+  const saver = useSaver();
+  return (
+    <Section title="Invitations">
+      {canEmail || canLink ? <InviteForm s={s} canEmail={canEmail} canLink={canLink} /> : <p class="setting-reason">You do not have permission to invite people to this organization.</p>}
+      <Subsection title="Pending invitations">
+        {error && <p role="alert">{error}</p>}
+        {saver.status}
+        {data && data.length === 0 && <p>There are no pending invitations.</p>}
+        {data && data.length > 0 && (
+          <table class="settings-table" aria-label="Pending invitations">
+            <thead>
+              <tr>
+                <th scope="col">Email</th>
+                <th scope="col">Invited by</th>
+                <th scope="col">Role</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.map((i) => {
+                const who = i.is_multiuse ? 'Invite link' : i.email;
+                return (
+                  <tr>
+                    <th scope="row">{i.is_multiuse ? <code>{i.link_url}</code> : i.email}</th>
+                    <td>{s.users.get(i.invited_by_user_id)?.full_name ?? ''}</td>
+                    <td>{roleName(i.invited_as)}</td>
+                    <td>{i.expiry_date ? new Date(i.expiry_date * 1000).toLocaleString() : 'Never'}</td>
+                    <td class="row-actions">
+                      {!i.is_multiuse && (
+                        <button type="button" aria-label={`Resend invitation to ${who}`} onClick={() => void saver.run(() => api('POST', `/invites/${i.id}/resend`))}>
+                          Resend
+                        </button>
+                      )}
+                      <button type="button" class="danger" aria-label={`Revoke invitation ${i.is_multiuse ? i.link_url : `to ${who}`}`} onClick={() => void saver.run(() => api('DELETE', i.is_multiuse ? `/invites/multiuse/${i.id}` : `/invites/${i.id}`))}>
+                        Revoke
+                      </button>
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        )}
+      </Subsection>
+    </Section>
+  );
+}
+
+function InviteForm({ s, canEmail, canLink }: { s: State; canEmail: boolean; canLink: boolean }) {
+  const [emails, setEmails] = useState('');
+  const [role, setRole] = useState(ROLE.MEMBER as number);
+  const [expiry, setExpiry] = useState('14400');
+  const [channels, setChannels] = useState<Set<number>>(new Set());
+  const [groups, setGroups] = useState<Set<number>>(new Set());
+  const [welcome, setWelcome] = useState('');
+  const [result, setResult] = useState<{ ok: boolean; text: string; link?: string } | null>(null);
+  const ids = { emails: useId('ie'), role: useId('ir'), exp: useId('ix'), welcome: useId('iw') };
+  const roles = ROLE_NAMES.filter(([r]) => (r === ROLE.OWNER ? isOwner(s) : r === ROLE.ADMIN ? isAdmin(s) : true));
+  const namedGroups = (s.reg.realm_user_groups ?? []).filter((g: any) => !g.is_system_group && !g.deactivated);
+  const params = () => ({
+    invite_as: role,
+    invite_expires_in_minutes: expiry === 'never' ? null : Number(expiry),
+    stream_ids: [...channels],
+    group_ids: [...groups],
+    ...(isAdmin(s) && welcome ? { welcome_message_custom_text: welcome } : {}),
+  });
+  const toggle = (set: Set<number>, id: number, on: boolean, apply: (s: Set<number>) => void) => {
+    const next = new Set(set);
+    if (on) next.add(id);
+    else next.delete(id);
+    apply(next);
+  };
+  const run = async (f: () => Promise<Record<string, any>>, done: (r: Record<string, any>) => { text: string; link?: string }) => {
+    try {
+      setResult({ ok: true, ...done(await f()) });
+    } catch (e) {
+      setResult({ ok: false, text: errorText(e) });
+    }
+  };
+  return (
+    <form
+      class="setting-grid"
+      aria-label="Invite users to organization"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void run(
+          () => api('POST', '/invites', { invitee_emails: emails, ...params() }),
+          () => {
+            setEmails('');
+            return { text: 'Invitations sent!' };
+          },
+        );
+      }}
+    >
+      <h3 class="grid-wide">Invite users to organization</h3>
+      {canEmail && (
+        <>
+          <label for={ids.emails}>Emails (one on each line or comma-separated)</label>
+          <textarea id={ids.emails} rows={3} value={emails} onInput={(e) => setEmails(e.currentTarget.value)} />
+        </>
+      )}
+      <label for={ids.role}>User(s) join as</label>
+      <select id={ids.role} value={String(role)} onChange={(e) => setRole(Number(e.currentTarget.value))}>
+        {roles.map(([r, name]) => (
+          <option value={String(r)}>{name}</option>
+        ))}
+      </select>
+      <label for={ids.exp}>Invitation expires after</label>
+      <select id={ids.exp} value={expiry} onChange={(e) => setExpiry(e.currentTarget.value)}>
+        {EXPIRY.map(([v, t]) => (
+          <option value={v}>{t}</option>
+        ))}
+      </select>
+      <fieldset class="grid-wide picker-list">
+        <legend>Channels they should join</legend>
+        {[...s.subs.values()].map((c) => (
+          <label class="checkbox">
+            <input type="checkbox" checked={channels.has(c.stream_id)} onChange={(e) => toggle(channels, c.stream_id, e.currentTarget.checked, setChannels)} />#{c.name}
+          </label>
+        ))}
+      </fieldset>
+      {namedGroups.length > 0 && (
+        <fieldset class="grid-wide picker-list">
+          <legend>Groups they should join</legend>
+          {namedGroups.map((g: any) => (
+            <label class="checkbox">
+              <input type="checkbox" checked={groups.has(g.id)} onChange={(e) => toggle(groups, g.id, e.currentTarget.checked, setGroups)} />
+              {g.name}
+            </label>
+          ))}
+        </fieldset>
+      )}
+      {isAdmin(s) && (
+        <>
+          <label for={ids.welcome}>Custom message for the welcome bot</label>
+          <textarea id={ids.welcome} rows={2} value={welcome} onInput={(e) => setWelcome(e.currentTarget.value)} />
+        </>
+      )}
+      <div class="setting-actions grid-wide">
+        {canEmail && (
+          <button class="primary" type="submit" disabled={!emails.trim()}>
+            Invite
+          </button>
+        )}
+        {canLink && (
+          <button type="button" onClick={() => void run(() => api('POST', '/invites/multiuse', params()), (r) => ({ text: 'Invite link created:', link: r.invite_link }))}>
+            Generate invite link
+          </button>
+        )}
+        {result && (
+          <span class={`save-status ${result.ok ? 'saved' : 'error'}`} role={result.ok ? 'status' : 'alert'}>
+            {result.text} {result.link && <code aria-label="Invite link">{result.link}</code>}
+          </span>
+        )}
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,321 @@
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError, csrfToken, NetworkError, type Params } from '../api/client';
+import type { State } from '../state/store';
+
+/** Zulip's role values (UserProfile.ROLE_*), as register and the users list carry them. */
+export const ROLE = { OWNER: 100, ADMIN: 200, MODERATOR: 300, MEMBER: 400, GUEST: 600 } as const;
+export const ROLE_NAMES: [number, string][] = [
+  [ROLE.OWNER, 'Owner'],
+  [ROLE.ADMIN, 'Administrator'],
+  [ROLE.MODERATOR, 'Moderator'],
+  [ROLE.MEMBER, 'Member'],
+  [ROLE.GUEST, 'Guest'],
+];
+export const roleName = (role: number) => ROLE_NAMES.find(([r]) => r === role)?.[1] ?? 'Member';
+
+export const isAdmin = (s: State) => s.me.role <= ROLE.ADMIN;
+export const isOwner = (s: State) => s.me.role === ROLE.OWNER;
+export const isGuest = (s: State) => s.me.role === ROLE.GUEST;
+
+export const ADMIN_ONLY = 'Only organization administrators can change this.';
+export const OWNER_ONLY = 'Only organization owners can change this.';
+
+/** A group-setting value: a group's id, or an anonymous group of members and subgroups. */
+export type GroupSetting = number | { direct_members: number[]; direct_subgroups: number[] };
+
+/**
+ * Whether a user is in a group setting, read from register's realm_user_groups (each group's
+ * direct members and subgroups), as the server reads its own tables.
+ */
+export function inGroupSetting(s: State, value: GroupSetting | undefined, userId = s.me.user_id): boolean {
+  if (value === undefined || value === null) return false;
+  const groups = new Map<number, any>((s.reg.realm_user_groups ?? []).map((g: any) => [g.id, g]));
+  const seen = new Set<number>();
+  const inGroup = (id: number): boolean => {
+    if (seen.has(id)) return false;
+    seen.add(id);
+    const g = groups.get(id);
+    if (!g) return false;
+    return g.members.includes(userId) || g.direct_subgroup_ids.some(inGroup);
+  };
+  if (typeof value === 'number') return inGroup(value);
+  return value.direct_members.includes(userId) || value.direct_subgroups.some(inGroup);
+}
+
+/** A realm permission (`can_..._group`) as register's `realm_can_..._group` states it. */
+export const realmAllows = (s: State, setting: string) => inGroupSetting(s, s.reg[`realm_${setting}`]);
+
+export function groupName(s: State, id: number): string {
+  const g = (s.reg.realm_user_groups ?? []).find((x: any) => x.id === id);
+  if (!g) return `group ${id}`;
+  return g.is_system_group ? SYSTEM_GROUP_NAMES[g.name] ?? g.name : g.name;
+}
+
+/** Zulip's names for its system groups, as its group pickers show them. */
+export const SYSTEM_GROUP_NAMES: Record<string, string> = {
+  'role:nobody': 'Nobody',
+  'role:owners': 'Owners',
+  'role:administrators': 'Administrators',
+  'role:moderators': 'Moderators',
+  'role:fullmembers': 'Full members',
+  'role:members': 'Members',
+  'role:everyone': 'Everyone',
+  'role:internet': 'Everyone on the internet',
+};
+
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError || e instanceof NetworkError) return e.message;
+  throw e;
+}
+
+/** Runs a change and reports it in a live region: "Saving…", "Saved", or the server's refusal. */
+export function useSaver(): { status: ComponentChildren; run: (f: () => Promise<unknown>) => Promise<boolean> } {
+  const [state, setState] = useState<{ kind: 'idle' | 'saving' | 'saved' | 'error'; text?: string }>({ kind: 'idle' });
+  const timer = useRef<number>(0);
+  const run = async (f: () => Promise<unknown>) => {
+    setState({ kind: 'saving' });
+    try {
+      await f();
+      setState({ kind: 'saved' });
+      window.clearTimeout(timer.current);
+      timer.current = window.setTimeout(() => setState({ kind: 'idle' }), 4000);
+      return true;
+    } catch (e) {
+      setState({ kind: 'error', text: errorText(e) });
+      return false;
+    }
+  };
+  const status = (
+    <span class={`save-status ${state.kind}`} role={state.kind === 'error' ? 'alert' : 'status'}>
+      {state.kind === 'saving' ? 'Saving…' : state.kind === 'saved' ? 'Saved' : state.kind === 'error' ? state.text : ''}
+    </span>
+  );
+  return { status, run };
+}
+
+/**
+ * A list fetched from the API, fetched again whenever an event of one of `types` arrives
+ * (the server's events say something changed; the list itself comes from the server).
+ */
+export function useFetched<T>(s: State, types: string[], fetch: () => Promise<T>, deps: unknown[] = []): { data: T | null; error: string | null; reload: () => void } {
+  const [data, setData] = useState<T | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [nonce, setNonce] = useState(0);
+  const version = types.map((t) => s.eventCounts[t] ?? 0).join(',');
+  useEffect(() => {
+    let live = true;
+    fetch().then(
+      (d) => live && (setData(d), setError(null)),
+      (e) => live && setError(errorText(e)),
+    );
+    return () => {
+      live = false;
+    };
+  }, [version, nonce, ...deps]);
+  return { data, error, reload: () => setNonce((n) => n + 1) };
+}
+
+/** PATCH /settings for one property: every personal setting saves as it changes. */
+export const saveSetting = (params: Params) => api('PATCH', '/settings', params);
+
+let fieldSeq = 0;
+export function useId(prefix: string): string {
+  const ref = useRef<string>('');
+  if (!ref.current) ref.current = `${prefix}-${++fieldSeq}`;
+  return ref.current;
+}
+
+/** Why a control is unavailable, next to it and named as its description. */
+function Reason({ id, text }: { id: string; text: string | undefined }) {
+  return text ? (
+    <span class="setting-reason" id={id}>
+      {text}
+    </span>
+  ) : null;
+}
+
+export function Checkbox({ label, checked, onSave, disabledReason }: { label: string; checked: boolean; onSave: (v: boolean) => Promise<unknown>; disabledReason?: string }) {
+  const id = useId('cb');
+  const saver = useSaver();
+  // The person's choice shows at once; the server's event then sets `checked` (or a refusal undoes it).
+  const [local, setLocal] = useState<boolean | null>(null);
+  useEffect(() => setLocal(null), [checked]);
+  return (
+    <div class="setting checkbox">
+      <input
+        id={id}
+        type="checkbox"
+        checked={local ?? checked}
+        disabled={!!disabledReason}
+        aria-describedby={disabledReason ? `${id}-why` : undefined}
+        onChange={(e) => {
+          const v = e.currentTarget.checked;
+          setLocal(v);
+          void saver.run(() => onSave(v)).then((ok) => ok || setLocal(null));
+        }}
+      />
+      <label for={id}>{label}</label>
+      {saver.status}
+      <Reason id={`${id}-why`} text={disabledReason} />
+    </div>
+  );
+}
+
+export function Select<T extends string | number>({
+  label,
+  value,
+  options,
+  onSave,
+  disabledReason,
+}: {
+  label: string;
+  value: T;
+  options: [T, string][];
+  onSave: (v: T) => Promise<unknown>;
+  disabledReason?: string;
+}) {
+  const id = useId('sel');
+  const saver = useSaver();
+  const [local, setLocal] = useState<T | null>(null);
+  useEffect(() => setLocal(null), [value]);
+  return (
+    <div class="setting">
+      <label for={id}>{label}</label>
+      <select
+        id={id}
+        value={String(local ?? value)}
+        disabled={!!disabledReason}
+        aria-describedby={disabledReason ? `${id}-why` : undefined}
+        onChange={(e) => {
+          const raw = e.currentTarget.value;
+          const v = (typeof value === 'number' ? Number(raw) : raw) as T;
+          setLocal(v);
+          void saver.run(() => onSave(v)).then((ok) => ok || setLocal(null));
+        }}
+      >
+        {options.map(([v, text]) => (
+          <option value={String(v)}>{text}</option>
+        ))}
+      </select>
+      {saver.status}
+      <Reason id={`${id}-why`} text={disabledReason} />
+    </div>
+  );
+}
+
+/** A text setting with its own "Save" button. */
+export function TextSetting({ label, value, onSave, disabledReason, multiline, type = 'text' }: { label: string; value: string; onSave: (v: string) => Promise<unknown>; disabledReason?: string; multiline?: boolean; type?: 'text' | 'email' | 'url' | 'date' }) {
+  const id = useId('txt');
+  const [text, setText] = useState(value);
+  useEffect(() => setText(value), [value]);
+  const saver = useSaver();
+  return (
+    <form
+      class="setting text"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void saver.run(() => onSave(text));
+      }}
+    >
+      <label for={id}>{label}</label>
+      <div class="setting-row">
+        {multiline ? (
+          <textarea id={id} rows={3} value={text} disabled={!!disabledReason} aria-describedby={disabledReason ? `${id}-why` : undefined} onInput={(e) => setText(e.currentTarget.value)} />
+        ) : (
+          <input id={id} type={type as 'text'} value={text} disabled={!!disabledReason} aria-describedby={disabledReason ? `${id}-why` : undefined} onInput={(e) => setText(e.currentTarget.value)} />
+        )}
+        {!disabledReason && (
+          <button type="submit" class="primary" disabled={text === value}>
+            Save
+          </button>
+        )}
+      </div>
+      {saver.status}
+      <Reason id={`${id}-why`} text={disabledReason} />
+    </form>
+  );
+}
+
+/** The options of a group-setting picker: the system groups Zulip offers, then named groups. */
+export function groupOptions(s: State, allowNobody = true): [number, string][] {
+  const order = ['role:owners', 'role:administrators', 'role:moderators', 'role:fullmembers', 'role:members', 'role:everyone', 'role:nobody'];
+  const groups: any[] = (s.reg.realm_user_groups ?? []).filter((g: any) => !g.deactivated);
+  const system = order
+    .map((n) => groups.find((g) => g.is_system_group && g.name === n))
+    .filter((g) => g && (allowNobody || g.name !== 'role:nobody'))
+    .map((g) => [g.id, SYSTEM_GROUP_NAMES[g.name] ?? g.name] as [number, string]);
+  const named = groups.filter((g) => !g.is_system_group).map((g) => [g.id, g.name] as [number, string]);
+  return [...system, ...named];
+}
+
+/** A group setting shown with a group picker; an anonymous group shows as its own option. */
+export function GroupSettingSelect({ s, label, value, onSave, disabledReason }: { s: State; label: string; value: GroupSetting; onSave: (groupId: number) => Promise<unknown>; disabledReason?: string }) {
+  const options = groupOptions(s);
+  const current = typeof value === 'number' ? value : -1;
+  const all: [number, string][] = current === -1 ? [[-1, describeAnonymous(s, value as Exclude<GroupSetting, number>)], ...options] : options;
+  return <Select label={label} value={current} options={all} onSave={onSave} disabledReason={disabledReason} />;
+}
+
+function describeAnonymous(s: State, v: { direct_members: number[]; direct_subgroups: number[] }): string {
+  const parts = [...v.direct_subgroups.map((g) => groupName(s, g)), ...v.direct_members.map((u) => s.users.get(u)?.full_name ?? `user ${u}`)];
+  return parts.length ? parts.join(', ') : 'Nobody';
+}
+
+export function Section({ title, children, intro }: { title: string; children: ComponentChildren; intro?: ComponentChildren }) {
+  return (
+    <section class="settings-section" aria-labelledby={`h-${title}`}>
+      <h2 id={`h-${title}`} tabIndex={-1}>
+        {title}
+      </h2>
+      {intro && <p class="settings-intro">{intro}</p>}
+      {children}
+    </section>
+  );
+}
+
+export function Subsection({ title, children }: { title: string; children: ComponentChildren }) {
+  return (
+    <div class="settings-subsection">
+      <h3>{title}</h3>
+      {children}
+    </div>
+  );
+}
+
+/** Shown in place of a screen the person may not use, saying why (the server would refuse). */
+export function NotAllowed({ title, reason }: { title: string; reason: string }) {
+  return (
+    <Section title={title}>
+      <p class="settings-denied" role="alert">
+        {reason}
+      </p>
+    </Section>
+  );
+}
+
+/** A multipart request (avatar, icon, emoji uploads), answered as api() answers. */
+export async function uploadForm(method: 'POST', path: string, fields: Record<string, Blob | string>): Promise<Record<string, any>> {
+  const fd = new FormData();
+  for (const [k, v] of Object.entries(fields)) fd.append(k, v);
+  let res: Response;
+  try {
+    res = await fetch(`/json${path}`, { method, body: fd, headers: { 'X-CSRFToken': csrfToken() }, credentials: 'same-origin' });
+  } catch (e) {
+    throw new NetworkError(String(e));
+  }
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok || data.result !== 'success') throw new ApiError(res.status, data.code ?? 'BAD_REQUEST', data.msg ?? `HTTP ${res.status}`, data);
+  return data;
+}
+
+/** Crops an image to the largest centred square (Zulip's avatar crop), as a PNG. */
+export async function cropSquare(file: File): Promise<Blob> {
+  const bitmap = await createImageBitmap(file);
+  const side = Math.min(bitmap.width, bitmap.height);
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = Math.min(side, 500);
+  const ctx = canvas.getContext('2d')!;
+  ctx.drawImage(bitmap, (bitmap.width - side) / 2, (bitmap.height - side) / 2, side, side, 0, 0, canvas.width, canvas.height);
+  return new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('could not encode the image'))), 'image/png'));
+}
