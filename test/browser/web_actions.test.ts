@@ -62,6 +62,19 @@ describe('web app in Chromium: actions and views', { skip: chromiumMissing }, ()
     await context.close();
   });
 
+  test('a change to 24-hour time applies at once to the messages already shown', async () => {
+    await send(general, 'clock', 'What time is it?');
+    const { context, page } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, `#narrow/channel/${general}-general/topic/clock`);
+    const time = page.getByRole('article').filter({ hasText: 'What time is it?' }).locator('time').first();
+    await time.waitFor();
+    assert.match((await time.textContent()) ?? '', /AM|PM/);
+    ok(await s.cast.othello.client.patch('/settings', { twenty_four_hour_time: true }));
+    await page.waitForFunction((el) => !/AM|PM/.test(el?.textContent ?? ''), await time.elementHandle());
+    assert.match((await time.textContent()) ?? '', /^\d{1,2}:\d{2}$/);
+    ok(await s.cast.othello.client.patch('/settings', { twenty_four_hour_time: false }));
+    await context.close();
+  });
+
   test('a message moved to another channel, live on the other side', async () => {
     const id = await send(general, 'moving', 'Pack the boxes');
     const hamlet = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD, `#narrow/channel/${general}-general/topic/moving`);

@@ -168,7 +168,7 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
               return (
                 <div key={id} data-index={it.index} ref={virtualizer.measureElement} class="row">
                   {(newRecipient || newDay) && <RecipientBar m={m} s={s} showDate />}
-                  <Row m={m} s={s} grouped={grouped} selected={selected === id} onSelect={setSelected} compose={compose} avatar={s.users.get(m.sender_id)?.avatar_url} />
+                  <Row m={m} s={s} settings={s.settings} grouped={grouped} selected={selected === id} onSelect={setSelected} compose={compose} avatar={s.users.get(m.sender_id)?.avatar_url} />
                 </div>
               );
             })}
@@ -186,9 +186,20 @@ export function Feed({ s, compose }: { s: State; compose: { current: ComposeHand
 }
 
 // `avatar`: the sender's current picture (from the people list, kept live), so a new one re-renders the row.
-const Row = memo(function Row(p: { m: Message; s: State; grouped: boolean; selected: boolean; onSelect: (id: number) => void; compose: { current: ComposeHandle | null }; avatar: string | null | undefined }) {
+// `settings` is passed apart from the state it belongs to: the state object stays the same
+// while apply.ts replaces its settings, so only this prop tells the row a setting changed.
+const Row = memo(function Row(p: {
+  m: Message;
+  s: State;
+  settings: State['settings'];
+  grouped: boolean;
+  selected: boolean;
+  onSelect: (id: number) => void;
+  compose: { current: ComposeHandle | null };
+  avatar: string | null | undefined;
+}) {
   return <MessageView {...p} />;
-}, (a, b) => a.m === b.m && a.grouped === b.grouped && a.selected === b.selected && a.s.settings === b.s.settings && a.avatar === b.avatar);
+}, (a, b) => a.m === b.m && a.grouped === b.grouped && a.selected === b.selected && a.settings === b.settings && a.avatar === b.avatar);
 
 function viewTitle(terms: { operator: string; operand: unknown }[]): string {
   if (terms.length === 0) return 'Combined feed';
