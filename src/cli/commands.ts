@@ -91,3 +91,45 @@ export async function demo(realmId: string, opts: { domain: string; password: st
   const { runDemo } = await import('./demo.js');
   return withContext(realmId, (services, realm) => runDemo(services, realm, opts));
 }
+
+/** Backup and restore work on the database directly: no migration, bootstrap or event bus first. */
+async function backupModule(): Promise<typeof import('../db/backup.js')> {
+  return import('../db/backup.js');
+}
+
+async function refusing<T>(fn: () => Promise<T>): Promise<T> {
+  const { BackupError } = await backupModule();
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof BackupError) throw new CliError(e.message);
+    throw e;
+  }
+}
+
+export async function backup(opts: { to: string }): Promise<unknown> {
+  const { createBackup } = await backupModule();
+  const { statSync } = await import('node:fs');
+  return refusing(async () => {
+    const manifest = await createBackup(loadConfig().databaseUrl, opts.to);
+    const { entries: _entries, ...summary } = manifest;
+    return { file: opts.to, bytes: statSync(opts.to).size, ...summary };
+  });
+}
+
+export async function restore(file: string): Promise<unknown> {
+  const { restoreBackup } = await backupModule();
+  const { migrate, openDatabase } = await import('../db/index.js');
+  const config = loadConfig();
+  return refusing(async () => {
+    const manifest = await restoreBackup(config.databaseUrl, file);
+    // Brings the restored schema up to this version's, as the next server start would.
+    const db = openDatabase(config.databaseUrl, { background: false });
+    try {
+      await migrate(db);
+    } finally {
+      await db.close();
+    }
+    return { restored: file, dialect: manifest.dialect, parley_version: manifest.parley_version, created_at: manifest.created_at, tables: manifest.tables, uploads: manifest.uploads };
+  });
+}

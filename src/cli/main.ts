@@ -71,6 +71,18 @@ export function buildProgram(io: CliOutput = processOutput): Command {
     .option('--password <password>', 'password of every demo user', 'parley-demo')
     .action(async (opts) => print(await (await commands()).demo(realm(), opts)));
 
+  program
+    .command('backup')
+    .description('back up the database and its uploaded files to FILE (a .tar.gz with a manifest), while servers run')
+    .requiredOption('--to <file>', 'the backup file to write')
+    .action(async (opts) => print(await (await commands()).backup(opts)));
+
+  program
+    .command('restore')
+    .description('restore a backup into the empty database of DATABASE_URL (refuses a damaged file or a newer schema)')
+    .argument('<file>', 'the backup file')
+    .action(async (file: string) => print(await (await commands()).restore(file)));
+
   return program;
 }
 
