@@ -1,56 +1,18 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync, gzipSync } from 'node:zlib';
-import { createGunzip } from 'node:zlib';
+import { createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import { freshDatabaseUrl, testDatabases } from './helpers/server.js';
 import { ApiClient } from './helpers/client.js';
 import { ok } from './helpers/assert.js';
 import { basicAuth, fetchRaw, postFiles } from './helpers/uploads.js';
 import { loadConfig } from '../src/config.js';
 import { buildApp, type App } from '../src/app.js';
-import { main } from '../src/cli/main.js';
+import { cliJson as json, parley, parleyProcess } from './helpers/cli.js';
 import { TAR_END, readTar, tarHeader, tarPadding } from '../src/lib/tar.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-const baseEnv = (): Record<string, string> => ({ PATH: process.env.PATH ?? '', PARLEY_ENV_FILE: '/nonexistent' });
-
-/** `parley <args>` in this process, with only `env` as its environment. */
-async function parley(env: Record<string, string>, ...args: string[]): Promise<Run> {
-  const saved = process.env;
-  const out: string[] = [];
-  const errOut: string[] = [];
-  process.env = { ...baseEnv(), ...env };
-  try {
-    const code = await main(['node', 'parley', ...args], { out: (t) => out.push(t), err: (t) => errOut.push(t) });
-    return { code, stdout: out.join(''), stderr: errOut.join('') };
-  } finally {
-    process.env = saved;
-  }
-}
-
-/** `npx parley <args>` as its own process, as an operator's cron job runs it beside the server. */
-function parleyProcess(env: Record<string, string>, ...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['bin/parley.js', ...args], { env: { ...baseEnv(), ...env }, timeout: 120_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
-function json(run: Run): any {
-  assert.equal(run.code, 0, `exit ${run.code}: ${run.stderr}`);
-  return JSON.parse(run.stdout);
-}
 
 /** A copy of the backup `file` whose manifest `edit` has changed (checksums stay those of the data). */
 async function withEditedManifest(file: string, to: string, edit: (manifest: any) => void): Promise<void> {
@@ -87,7 +49,7 @@ for (const kind of testDatabases()) {
     const envFor = (url: string): Record<string, string> => ({ DATABASE_URL: url, PARLEY_DATA_DIR: work, PARLEY_OWNER_EMAIL: 'boss@example.com', PARLEY_OWNER_PASSWORD: 'boss-password' });
 
     async function server(url: string): Promise<{ app: App; url: string }> {
-      const base = loadConfig({}, { ...baseEnv(), ...envFor(url) });
+      const base = loadConfig({}, { PATH: process.env.PATH, PARLEY_ENV_FILE: '/nonexistent', ...envFor(url) });
       const app = await buildApp({ ...base, logLevel: 'silent', rateLimits: { ...base.rateLimits, enabled: false } });
       apps.push(app);
       await app.fastify.listen({ port: 0, host: '127.0.0.1' });
