@@ -82,6 +82,12 @@ export interface Config {
   outgoingWebhookTimeoutMs: number;
   /** Topic deletion works in batches of this many messages, newest first, within this time budget. */
   deleteTopic: { batchSize: number; timeBudgetMs: number };
+  /**
+   * GET /metrics in Prometheus' text format (docs/operations.md): off by default; on the main
+   * port unless `port` is set (then on its own listener at `host`); behind `Authorization:
+   * Bearer <token>` when a token is set.
+   */
+  metrics: { enabled: boolean; port: number | null; host: string; token: string | null };
 }
 
 /** Reads KEY=VALUE lines from a .env file; real environment variables win. */
@@ -170,6 +176,12 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     deleteTopic: {
       batchSize: int(e.PARLEY_DELETE_TOPIC_BATCH_SIZE, 100),
       timeBudgetMs: int(e.PARLEY_DELETE_TOPIC_TIME_BUDGET_MS, 50_000),
+    },
+    metrics: {
+      enabled: (e.PARLEY_METRICS ?? 'off') === 'on',
+      port: e.PARLEY_METRICS_PORT ? int(e.PARLEY_METRICS_PORT, 0) : null,
+      host: e.PARLEY_METRICS_HOST ?? '127.0.0.1',
+      token: e.PARLEY_METRICS_TOKEN || null,
     },
     ...overrides,
   };

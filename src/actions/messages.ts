@@ -122,6 +122,7 @@ import type { ActionServices } from '../services.js';
 import { setUserTopicPolicies } from './user_topics.js';
 import { claimableMessageAttachments, setMessageAttachments } from './uploads.js';
 import type { AttachmentRow } from '../db/repos/attachments.js';
+import { runtimeCounters } from '../lib/runtime_counters.js';
 
 /** Zulip's Realm.WILDCARD_MENTION_THRESHOLD: wildcard mentions reaching more people need can_mention_many_users_group. */
 export const WILDCARD_MENTION_THRESHOLD = 15;
@@ -872,6 +873,7 @@ const sendQueues = new WeakMap<Database, SendQueue>();
 
 /** Writes a message checked by checkSendMessage (see writeMessages), in a group commit with concurrent sends. */
 export function doSendMessage(services: ActionServices, p: PreparedMessage): Promise<SentMessage> {
+  runtimeCounters.messagesSent++;
   let queue = sendQueues.get(services.db);
   if (!queue) {
     queue = new SendQueue(services);

@@ -87,6 +87,7 @@ export function endpoint<S extends ParamSpecs, A extends AuthMode = 'user'>(
             user = await authenticateApiKey(services, realm, req);
           }
         }
+        req.userId = user?.id ?? null;
         if (def.rateLimited ?? true) await services.rateLimiter.checkApi(req, reply, user?.id ?? null);
         if (def.authorize && user) def.authorize(user, realm);
         const raw = rawParams(req);
