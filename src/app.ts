@@ -13,6 +13,7 @@ import { registerBodyParsers } from './plugins/body.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { clientErrorHandler, frameworkErrors, refuseDuringShutdown } from './plugins/limits.js';
 import { requestSerializer } from './plugins/redact.js';
+import { registerMetrics, registerRequestLog, type MetricsEndpoint } from './plugins/metrics.js';
 import { ensureDefaultRealm } from './actions/bootstrap.js';
 import { registerRoutes } from './routes/index.js';
 import { serveLongPollsDirectly } from './routes/events/long_poll.js';
@@ -28,6 +29,8 @@ export interface App {
   services: Services;
   /** The SMTP listener of the email gateway, when this process is configured with its port. */
   emailGateway: EmailGatewayServer | null;
+  /** GET /metrics, when enabled (plugins/metrics.ts). */
+  metrics: MetricsEndpoint | null;
   close(): Promise<void>;
 }
 
@@ -88,7 +91,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     clientErrorHandler,
     return503OnClosing: false,
   });
-  const db = options.db ?? openDatabase(config.databaseUrl);
+  const db = options.db ?? openDatabase(config.databaseUrl, { observeQueries: config.metrics.enabled });
   await migrate(db);
   const databaseId = await fetchDatabaseId(db);
   const syncReadCache = await connectReadCache(fastify, config, db, databaseId);
@@ -109,6 +112,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     done();
   });
 
+  registerRequestLog(fastify, config.logLevel);
+  const metrics = await registerMetrics(fastify, services);
   registerBodyParsers(fastify, config.bodyLimitBytes);
   registerErrorHandling(fastify);
   refuseDuringShutdown(fastify);
@@ -142,8 +147,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     fastify,
     services,
     emailGateway,
+    metrics,
     async close() {
       await emailGateway?.close();
+      await metrics?.close();
       await fastify.close();
       await scheduler?.stop();
       await thumbnailer?.stop();

@@ -96,6 +96,12 @@ export interface Config {
   passwords: { minLength: number; minGuesses: number };
   /** How long a password reset link works (Zulip: one day). */
   passwordResetExpiryMinutes: number;
+  /**
+   * GET /metrics in Prometheus' text format (docs/operations.md): off by default; on the main
+   * port unless `port` is set (then on its own listener at `host`); behind `Authorization:
+   * Bearer <token>` when a token is set.
+   */
+  metrics: { enabled: boolean; port: number | null; host: string; token: string | null };
 }
 
 /**
@@ -274,6 +280,12 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     jwt: e.PARLEY_JWT_KEY
       ? { key: e.PARLEY_JWT_KEY, algorithms: (e.PARLEY_JWT_ALGORITHMS ?? 'HS256').split(',').map((a) => a.trim()).filter(Boolean) }
       : null,
+    metrics: {
+      enabled: (e.PARLEY_METRICS ?? 'off') === 'on',
+      port: e.PARLEY_METRICS_PORT ? int(e.PARLEY_METRICS_PORT, 0) : null,
+      host: e.PARLEY_METRICS_HOST ?? '127.0.0.1',
+      token: e.PARLEY_METRICS_TOKEN || null,
+    },
     ...overrides,
   };
   return config;

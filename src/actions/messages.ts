@@ -125,6 +125,7 @@ import type { ActionServices } from '../services.js';
 import { setUserTopicPolicies } from './user_topics.js';
 import { claimableMessageAttachments, setMessageAttachments } from './uploads.js';
 import type { AttachmentRow } from '../db/repos/attachments.js';
+import { runtimeCounters } from '../lib/runtime_counters.js';
 
 /** Zulip's Realm.WILDCARD_MENTION_THRESHOLD: wildcard mentions reaching more people need can_mention_many_users_group. */
 export const WILDCARD_MENTION_THRESHOLD = 15;
@@ -893,6 +894,7 @@ const sendQueues = new WeakMap<Database, SendQueue>();
 
 /** Writes a message checked by checkSendMessage (see writeMessages), in a group commit with concurrent sends. */
 export function doSendMessage(services: ActionServices, p: PreparedMessage): Promise<SentMessage> {
+  runtimeCounters.messagesSent++;
   let queue = sendQueues.get(services.db);
   if (!queue) {
     queue = new SendQueue(services);
@@ -1157,18 +1159,19 @@ export const DELETE_TOPIC_DEFAULTS: DeleteTopicOptions = { batchSize: 100, timeB
  * returns false and a repeated request continues). Once the topic is empty, everyone's
  * visibility policy for it is cleared (in channels with protected history, only for users who
  * no longer have any message of it). Preconditions: the caller is an administrator with
- * access to the channel; `topic` is already read ("" for the empty topic).
+ * access to the channel, or null for the server's administrator (`parley delete-topic`), who
+ * deletes every message of the topic; `topic` is already read ("" for the empty topic).
  */
 export async function doDeleteTopic(
   services: ActionServices,
   realm: Realm,
-  user: User,
+  user: User | null,
   stream: Stream,
   topic: string,
   opts: DeleteTopicOptions = DELETE_TOPIC_DEFAULTS,
 ): Promise<boolean> {
   const key = topicKey(topic);
-  const onlyUser = stream.history_public_to_subscribers ? null : user.id;
+  const onlyUser = stream.history_public_to_subscribers || user === null ? null : user.id;
   const start = Date.now();
   for (;;) {
     const n = await transaction(services.db, async (tx, afterCommit) => {

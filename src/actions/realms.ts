@@ -1,6 +1,7 @@
-import { now, transaction } from '../db/index.js';
+import { now, transaction, type Tx } from '../db/index.js';
+import { badRequest } from '../errors.js';
 import type { Realm } from '../db/tables.js';
-import { insertRealm, updateRealmRow } from '../db/repos/realms.js';
+import { fetchRealmByStringId, insertRealm, updateRealmRow } from '../db/repos/realms.js';
 import { deleteRealmSessions } from '../db/repos/sessions.js';
 import { insertAuditLog } from '../db/repos/users.js';
 import { fetchActiveUserIds } from '../db/repos/settings.js';
@@ -10,6 +11,21 @@ import { USER_GROUP_PERMISSION_SETTINGS } from '../lib/group_settings.js';
 import { SYSTEM_GROUPS } from '../lib/system_groups.js';
 import { initialRealmSettings } from '../lib/realm_settings.js';
 import type { ActionServices } from '../services.js';
+
+/** Names Zulip reserves for its own hosts (zerver/forms.py's is_reserved_subdomain, abridged). */
+const RESERVED_SUBDOMAINS = new Set(['www', 'api', 'static', 'chat', 'help', 'admin', 'mail', 'email', 'blog', 'status', 'docs', 'support', 'zulip', 'parley']);
+
+/**
+ * Zulip's check_subdomain for a new organization: 3 to 40 lowercase letters, digits and
+ * dashes, not starting or ending with a dash, not reserved and not taken.
+ */
+export async function checkNewRealmSubdomain(db: Tx, stringId: string): Promise<void> {
+  if (!/^[a-z0-9][a-z0-9-]{1,38}[a-z0-9]$/.test(stringId)) {
+    throw badRequest('Subdomains can only have lowercase letters, numbers, and dashes, 3 to 40 characters, not starting or ending with a dash.');
+  }
+  if (RESERVED_SUBDOMAINS.has(stringId)) throw badRequest(`Subdomain '${stringId}' is reserved. Please choose a different one.`);
+  if (await fetchRealmByStringId(db, stringId)) throw badRequest(`Subdomain '${stringId}' is already in use. Please choose a different one.`);
+}
 
 /** Creates an organization with its system groups and default group-valued settings. */
 export async function doCreateRealm(

@@ -82,6 +82,91 @@ export function buildProgram(io: CliOutput = processOutput): Command {
     .description('update names, avatars, profile fields and active status from the directory (PARLEY_LDAP_*); prints counts')
     .action(async () => print(await (await commands()).syncLdap(realm())));
 
+  program
+    .command('list-users')
+    .description('list the organization\'s users as JSON (active ones unless --all)')
+    .option('--all', 'include deactivated users')
+    .action(async (opts) => print(await (await commands()).listUsers(realm(), opts)));
+
+  program
+    .command('deactivate-user')
+    .description('deactivate a user (and the bots they own); their sessions and API key stop working')
+    .requiredOption('--email <email>', 'email address')
+    .action(async (opts) => print(await (await commands()).deactivateUser(realm(), opts)));
+
+  program
+    .command('reactivate-user')
+    .description('reactivate a deactivated user')
+    .requiredOption('--email <email>', 'email address')
+    .action(async (opts) => print(await (await commands()).reactivateUser(realm(), opts)));
+
+  program
+    .command('set-role')
+    .description("change a user's role")
+    .requiredOption('--email <email>', 'email address')
+    .requiredOption('--role <role>', 'owner, admin, moderator, member or guest')
+    .action(async (opts) => print(await (await commands()).setRole(realm(), opts)));
+
+  program
+    .command('change-email')
+    .description("change a user's email address")
+    .requiredOption('--email <email>', 'current email address')
+    .requiredOption('--new-email <email>', 'new email address')
+    .action(async (opts) => print(await (await commands()).changeEmail(realm(), opts)));
+
+  program
+    .command('create-organization')
+    .description('create an organization served at <subdomain>.<EXTERNAL_URL host>, with its owner')
+    .requiredOption('--subdomain <subdomain>', 'its string_id: 3-40 lowercase letters, digits and dashes')
+    .requiredOption('--name <name>', 'organization name')
+    .requiredOption('--owner-email <email>', "the owner's email address")
+    .option('--owner-name <name>', "the owner's full name", 'Owner')
+    .option('--owner-password <password>', "the owner's password (none: set one with change-password)")
+    .action(async (opts) => print(await (await commands()).createOrganization(opts)));
+
+  program
+    .command('list-organizations')
+    .description('list the organizations as JSON')
+    .action(async () => print(await (await commands()).listOrganizations()));
+
+  program
+    .command('send-message')
+    .description('send a message as a user (for scripts); prints {id, message_url, message_link}')
+    .requiredOption('--sender <email>', "the sender's email address")
+    .requiredOption('--type <type>', 'channel or direct')
+    .requiredOption('--to <to>', 'channel name, or comma-separated recipient emails')
+    .option('--topic <topic>', 'topic (channel messages)')
+    .requiredOption('--content <content>', 'message text (Markdown)')
+    .action(async (opts) => print(await (await commands()).sendMessage(realm(), opts)));
+
+  program
+    .command('delete-topic')
+    .description('delete every message of a topic')
+    .requiredOption('--channel <name>', 'channel name')
+    .requiredOption('--topic <topic>', 'topic name')
+    .action(async (opts) => print(await (await commands()).deleteTopic(realm(), opts)));
+
+  program
+    .command('check')
+    .description('check the database against its stored uploads, emoji and attachment links; exits 1 on any problem')
+    .action(async () => {
+      const report = await (await commands()).check();
+      print(report);
+      if (!report.ok) throw new CliError(`${report.problems.length} problem(s) found`);
+    });
+
+  program
+    .command('backup')
+    .description('back up the database and its uploaded files to FILE (a .tar.gz with a manifest), while servers run')
+    .requiredOption('--to <file>', 'the backup file to write')
+    .action(async (opts) => print(await (await commands()).backup(opts)));
+
+  program
+    .command('restore')
+    .description('restore a backup into the empty database of DATABASE_URL (refuses a damaged file or a newer schema)')
+    .argument('<file>', 'the backup file')
+    .action(async (file: string) => print(await (await commands()).restore(file)));
+
   return program;
 }
 

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import type PgModule from 'pg';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type KyselyConfig, type LogEvent, type Migration, type Transaction } from 'kysely';
 import type { DB } from './tables.js';
 import { migrations } from './migrations/index.js';
 import { ObservedDialect, ReadCache, attachCache } from './cache.js';
@@ -11,6 +11,7 @@ import { startCheckpointer } from './checkpoints.js';
 import { DeferredReceipts } from './receipts.js';
 import { DeferredSearchIndex } from './search_index.js';
 import { lazyRequire } from '../lib/lazy.js';
+import { runtimeCounters } from '../lib/runtime_counters.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 export type Tx = Transaction<DB> | Kysely<DB>;
@@ -24,6 +25,8 @@ export interface Database {
   receipts: DeferredReceipts | null;
   /** SQLite: full-text index entries added behind their messages (db/search_index.ts); set once migrated. */
   searchIndex: DeferredSearchIndex | null;
+  /** PostgreSQL: the connection pool's connections and the queries waiting for one. */
+  poolStats?: () => { total: number; idle: number; waiting: number };
   /** Called by migrate() once the schema is current. */
   migrated(): void;
   close(): Promise<void>;
@@ -47,9 +50,20 @@ export interface OpenOptions {
    * commits, as by default) and no background slices of deferred work (db/deferred.ts).
    */
   background?: boolean;
+  /** Count every query and its duration in runtimeCounters (GET /metrics); off, no per-query cost. */
+  observeQueries?: boolean;
 }
 
-export function openDatabase(url: string, { background = true }: OpenOptions = {}): Database {
+/** Kysely's query log, summed into runtimeCounters. */
+function queryObserver(observe: boolean): KyselyConfig['log'] {
+  if (!observe) return undefined;
+  return (event: LogEvent) => {
+    runtimeCounters.dbQueries++;
+    runtimeCounters.dbQuerySeconds += event.queryDurationMillis / 1000;
+  };
+}
+
+export function openDatabase(url: string, { background = true, observeQueries = false }: OpenOptions = {}): Database {
   const { dialect, target } = parseDatabaseUrl(url);
   if (dialect === 'sqlite') {
     if (target !== ':memory:') mkdirSync(dirname(target), { recursive: true });
@@ -88,7 +102,7 @@ export function openDatabase(url: string, { background = true }: OpenOptions = {
       stopCheckpoints = startCheckpointer(target, () => sqlite.pragma('wal_autocheckpoint = 1000'));
     }
     const database = { close: () => sqlite.close(), prepare: statementCache(sqlite, () => db) };
-    const kysely = new Kysely<DB>({ dialect: new ObservedDialect(new SqliteDialect({ database }), cache) });
+    const kysely = new Kysely<DB>({ dialect: new ObservedDialect(new SqliteDialect({ database }), cache), log: queryObserver(observeQueries) });
     attachCache(kysely, cache);
     const db: Database = {
       kysely,
@@ -121,7 +135,7 @@ export function openDatabase(url: string, { background = true }: OpenOptions = {
   const remote = new PostgresCacheRemote(target, cache);
   cache.remote = remote;
   void remote.start().catch(() => undefined);
-  const kysely = new Kysely<DB>({ dialect: new ObservedDialect(new PostgresDialect({ pool }), cache) });
+  const kysely = new Kysely<DB>({ dialect: new ObservedDialect(new PostgresDialect({ pool }), cache), log: queryObserver(observeQueries) });
   attachCache(kysely, cache);
   return {
     kysely,
@@ -130,6 +144,7 @@ export function openDatabase(url: string, { background = true }: OpenOptions = {
     receipts: null,
     searchIndex: null,
     migrated: () => undefined,
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: async () => {
       await cache.close();
       await kysely.destroy();

@@ -1,6 +1,7 @@
 import { JsonableError, badRequest } from '../errors.js';
 import type { Narrow } from '../lib/narrow/terms.js';
 import type { ZulipEvent } from './bus.js';
+import { runtimeCounters } from '../lib/runtime_counters.js';
 
 /**
  * One client's event queue (Zulip's ClientDescriptor + EventQueue): what the client asked
@@ -164,6 +165,7 @@ export class EventQueue {
 
   push(shared: SharedEvent, flags?: readonly string[], localId?: string): void {
     this.events.push({ id: this.nextEventId++, shared, raw: null, flags, localId });
+    if (shared !== HEARTBEAT) runtimeCounters.eventsQueued++;
   }
 
   /** Drops events the client acknowledged; Zulip's checks that the acknowledgement makes sense. */

@@ -68,6 +68,13 @@ export abstract class QueueManager {
     return this.local.size;
   }
 
+  /** Number of GET /events requests this process holds open (for metrics). */
+  get heldPollCount(): number {
+    let n = 0;
+    for (const q of this.local.all()) if (q.waiter) n++;
+    return n;
+  }
+
   /** Seconds clients should wait for GET /events before giving up (always above the heartbeat). */
   get longpollTimeoutSeconds(): number {
     return Math.max(90, Math.ceil(this.config.events.heartbeatSeconds * 1.1) + 20);

@@ -89,6 +89,7 @@ export function endpoint<S extends ParamSpecs, A extends AuthMode = 'user'>(
             user = await authenticateApiKey(services, realm, req, { allowIncomingWebhooks: def.allowIncomingWebhooks ?? false });
           }
         }
+        req.userId = user?.id ?? null;
         if (def.rateLimited ?? true) await services.rateLimiter.checkApi(req, reply, user?.id ?? null);
         if (def.authorize && user) def.authorize(user, realm);
         const raw = rawParams(req);

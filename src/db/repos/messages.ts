@@ -331,6 +331,17 @@ export async function fetchTopicHistoryRows(db: Tx, streamId: number, onlyUserId
   return rows.map((r) => ({ topic: r.topic, max_id: Number(r.max_id) }));
 }
 
+/** How many messages a topic has (by its lowercased name). */
+export async function countTopicMessages(db: Tx, streamId: number, topicLc: string): Promise<number> {
+  const r = await db
+    .selectFrom('messages')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('stream_id', '=', streamId)
+    .where('topic_lc', '=', topicLc)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
 /** The newest `limit` messages of a topic the deleting user may see, newest first. */
 export async function fetchTopicMessagesNewestFirst(
   db: Tx,

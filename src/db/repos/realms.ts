@@ -37,3 +37,22 @@ export async function countRealms(db: Tx): Promise<number> {
 export async function fetchActiveRealms(db: Tx): Promise<Realm[]> {
   return db.selectFrom('realms').selectAll().where('deactivated', '=', 0).orderBy('id').execute();
 }
+
+/** Every organization with its number of active human users, in ID order (`parley list-organizations`). */
+export async function fetchRealmsWithUserCounts(db: Tx): Promise<(Realm & { active_users: number })[]> {
+  const rows = await db
+    .selectFrom('realms')
+    .selectAll('realms')
+    .select((eb) =>
+      eb
+        .selectFrom('users')
+        .select((e) => e.fn.countAll<number>().as('n'))
+        .whereRef('users.realm_id', '=', 'realms.id')
+        .where('users.is_active', '=', 1)
+        .where('users.is_bot', '=', 0)
+        .as('active_users'),
+    )
+    .orderBy('realms.id')
+    .execute();
+  return rows.map((r) => ({ ...r, active_users: Number(r.active_users ?? 0) }));
+}
