@@ -81,6 +81,7 @@ import {
   type GroupSettingValue,
 } from '../lib/group_settings.js';
 import { fetchActivePushMessageIds, insertNotificationJobs, insertNotificationOutboxRows } from '../db/repos/notifications.js';
+import { settlePendingPreviews } from './thumbnails.js';
 import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, isFlagName, sharedFlagsList, type FlagName } from '../lib/message_flags.js';
 import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
 import {
@@ -900,7 +901,13 @@ export function doSendMessage(services: ActionServices, p: PreparedMessage): Pro
     queue = new SendQueue(services);
     sendQueues.set(services.db, queue);
   }
-  return queue.send(p);
+  const sent = queue.send(p);
+  // Rare: a new image whose thumbnail was not made when the message was rendered.
+  if (!p.rendered.html.includes('image-loading-placeholder')) return sent;
+  return sent.then(async (m) => {
+    await settlePendingPreviews(services, p.realm.id, p.rendered.html);
+    return m;
+  });
 }
 
 /** The sender's view of where the message went: Zulip's message_url / message_link (feature level 508). */

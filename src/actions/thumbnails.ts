@@ -5,6 +5,7 @@ import {
   fetchImageAttachmentById,
   fetchMessagesLinkingUpload,
   insertImageAttachment,
+  lockImageAttachmentsByPathIds,
   releaseImageAttachment,
   saveThumbnailMetadata,
   type ImageAttachmentRow,
@@ -128,6 +129,28 @@ async function makeMissingThumbnails(services: ActionServices, row: ImageAttachm
     await saveThumbnailMetadata(tx, row.id, metadata);
     const preview = uploadPreview({ ...row, thumbnail_metadata: metadata });
     await rewriteMessages(services, tx, afterCommit, row, { ...preview, url: preview.url! });
+  });
+}
+
+/** An uploaded image's link preview still waiting for its thumbnail, with the image's path_id. */
+const PENDING_PREVIEW = /<a href="\/user_uploads\/([^"]+)"[^>]*><img class="image-loading-placeholder"/g;
+
+/**
+ * Called once a message rendered with a spinner has committed. Its image may have been
+ * thumbnailed between the rendering and the commit, when the worker's search for messages to
+ * rewrite could not see it yet, and the spinner would stay. Under a lock on the image rows
+ * (which the worker holds from its update to its commit), the previews already made are
+ * filled in; the ones still pending are the worker's, which will now see the message.
+ * Zulip closes the same gap by locking the rows while it renders.
+ */
+export async function settlePendingPreviews(services: ActionServices, realmId: number, html: string): Promise<void> {
+  const pathIds = [...new Set([...html.matchAll(PENDING_PREVIEW)].map((m) => m[1]!))];
+  if (pathIds.length === 0) return;
+  await transaction(services.db, async (tx, afterCommit) => {
+    for (const row of await lockImageAttachmentsByPathIds(tx, services.db.dialect, realmId, pathIds)) {
+      const preview = uploadPreview(row);
+      if (preview.url !== null) await rewriteMessages(services, tx, afterCommit, row, { ...preview, url: preview.url });
+    }
   });
 }
 

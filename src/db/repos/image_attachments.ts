@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Tx } from '../index.js';
+import type { Dialect, Tx } from '../index.js';
 import type { ImageAttachmentTable } from '../tables.js';
 
 export type ImageAttachmentRow = Selectable<ImageAttachmentTable>;
@@ -23,6 +23,17 @@ export async function fetchImageAttachmentById(db: Tx, id: number): Promise<Imag
 export async function fetchImageAttachmentsByPathIds(db: Tx, realmId: number, pathIds: readonly string[]): Promise<ImageAttachmentRow[]> {
   if (pathIds.length === 0) return [];
   return db.selectFrom('image_attachments').selectAll().where('realm_id', '=', realmId).where('path_id', 'in', [...pathIds]).orderBy('id').execute();
+}
+
+/**
+ * The same rows, locked until the transaction ends on PostgreSQL (the thumbnail worker updates
+ * a row before it looks for the messages to rewrite, so it waits for this transaction). A
+ * SQLite writing transaction excludes every other one already.
+ */
+export async function lockImageAttachmentsByPathIds(db: Tx, dialect: Dialect, realmId: number, pathIds: readonly string[]): Promise<ImageAttachmentRow[]> {
+  if (pathIds.length === 0) return [];
+  const query = db.selectFrom('image_attachments').selectAll().where('realm_id', '=', realmId).where('path_id', 'in', [...pathIds]).orderBy('id');
+  return (dialect === 'postgres' ? query.forUpdate() : query).execute();
 }
 
 /** Ids of rows still waiting for thumbnails that no live process holds, oldest first. */
