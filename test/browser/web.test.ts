@@ -21,7 +21,7 @@ describe('web app in Chromium', { skip: chromiumMissing }, () => {
 
   before(async () => {
     buildWeb();
-    s = await startServer('sqlite');
+    s = await startServer('sqlite', { thumbnailer: { enabled: true, intervalMs: 1000 } });
     const principals = [s.cast.hamlet.user.id, s.cast.othello.user.id];
     ok(await s.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'general' }], principals }));
     general = ok(await s.cast.owner.client.get('/get_stream_id', { stream: 'general' })).stream_id;
@@ -207,9 +207,12 @@ describe('web app in Chromium', { skip: chromiumMissing }, () => {
     const message = page.getByRole('textbox', { name: 'Message' });
     await page.waitForFunction(() => /\[dot\.png\]\(\/user_uploads\//.test((document.querySelector('textarea[aria-label="Message"]') as HTMLTextAreaElement).value));
     await message.press('Control+Enter');
-    const article = page.getByRole('article').filter({ has: page.locator('.message_inline_image img') });
+    // The thumbnail replaces the spinner live (a rendering-only update_message), and is not an edit.
+    const thumbnail = '.message_inline_image img:not(.image-loading-placeholder)';
+    const article = page.getByRole('article').filter({ has: page.locator(thumbnail) });
     await article.waitFor();
-    const loaded = await article.locator('.message_inline_image img').evaluate(async (img: HTMLImageElement) => {
+    assert.equal(await article.getByText('edited').count(), 0);
+    const loaded = await article.locator(thumbnail).evaluate(async (img: HTMLImageElement) => {
       if (!img.complete) await new Promise((r) => img.addEventListener('load', r, { once: true }));
       return img.naturalWidth;
     });

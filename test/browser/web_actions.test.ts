@@ -25,7 +25,7 @@ describe('web app in Chromium: actions and views', { skip: chromiumMissing }, ()
 
   before(async () => {
     buildWeb();
-    s = await startServer('sqlite');
+    s = await startServer('sqlite', { thumbnailer: { enabled: true, intervalMs: 1000 } });
     const principals = [s.cast.hamlet.user.id, s.cast.othello.user.id];
     ok(await s.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'general' }, { name: 'second' }], principals }));
     general = ok(await s.cast.owner.client.get('/get_stream_id', { stream: 'general' })).stream_id;
@@ -211,7 +211,7 @@ describe('web app in Chromium: actions and views', { skip: chromiumMissing }, ()
     await page.getByRole('progressbar', { name: 'Uploading pasted.png' }).waitFor({ state: 'detached' });
     assert.match(await box.inputValue(), /^\[pasted\.png\]\(\/user_uploads\/.+\)\n$/);
     await box.press('Control+Enter');
-    const image = page.getByRole('article').locator('.message_inline_image img');
+    const image = page.getByRole('article').locator('.message_inline_image img:not(.image-loading-placeholder)');
     await image.waitFor();
     assert.equal(await image.evaluate(async (img: HTMLImageElement) => {
       if (!img.complete) await new Promise((r) => img.addEventListener('load', r, { once: true }));

@@ -16,7 +16,6 @@ const EXCEPTIONS: Record<string, string> = {
   'POST /real-time': 'a documentation page, not an operation',
   'POST /rest-error-handling': 'a documentation page, not an operation',
   'POST /zulip-outgoing-webhook': 'a documentation page (the payload Zulip POSTs to a bot), not an operation',
-  'POST /jwt/fetch_api_key': 'issue 18 (JWT)',
   'GET /export/realm': 'issue 20 (exports)',
   'POST /export/realm': 'issue 20 (exports)',
   'DELETE /export/realm/{export_id}': 'issue 20 (exports)',

@@ -66,7 +66,10 @@ export function applyEvent(state: State, e: ServerEvent): void {
       for (const id of ids) {
         replaceMessage(state, id, (m) => ({
           ...m,
-          ...(id === e.message_id && e.rendered_content !== undefined ? { content: e.rendered_content, match_content: undefined, last_edit_timestamp: e.edit_timestamp } : {}),
+          // A rendering-only update (a thumbnail made, a link preview) is not an edit.
+          ...(id === e.message_id && e.rendered_content !== undefined
+            ? { content: e.rendered_content, match_content: undefined, ...(e.rendering_only ? {} : { last_edit_timestamp: e.edit_timestamp }) }
+            : {}),
           ...(e.subject !== undefined ? { subject: e.subject, match_subject: undefined } : {}),
           ...(e.new_stream_id !== undefined ? { stream_id: e.new_stream_id } : {}),
           ...(moved ? { last_moved_timestamp: e.edit_timestamp } : {}),
