@@ -11,7 +11,7 @@ import { collectRoutes } from '../helpers/fuzz.js';
 import { CALLERS, MATRIX, type Caller, type MatrixContext } from './permission_matrix.js';
 
 /** The only API routes that need no credentials. */
-const UNAUTHENTICATED_ROUTES = new Set(['GET /server_settings', 'POST /fetch_api_key']);
+const UNAUTHENTICATED_ROUTES = new Set(['GET /server_settings', 'POST /fetch_api_key', 'POST /jwt/fetch_api_key']);
 
 /** Runs every cell of permission_matrix.ts: each row is one test, listing every cell that differs. */
 forEachDatabase('permission matrix', (server) => {
