@@ -34,11 +34,14 @@ export async function launch(): Promise<Browser> {
 /** A fresh browser profile logged in through the login page, as a person would. */
 export async function loggedIn(browser: Browser, base: string, email: string, password: string, hash = ''): Promise<{ context: BrowserContext; page: Page; queueId: string }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  // CI runs two test files at once on two cores, each with its own Chromium and server: a page
+  // load or a login there has been seen to take over Playwright's default 30 s.
+  context.setDefaultTimeout(60_000);
   const page = await context.newPage();
   await page.goto(`${base}/${hash}`);
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
-  const registered = page.waitForResponse((r) => r.url().endsWith('/json/register'));
+  const registered = page.waitForResponse((r) => r.url().endsWith('/json/register'), { timeout: 60_000 });
   await page.getByRole('button', { name: 'Log in' }).click();
   const { queue_id } = (await (await registered).json()) as { queue_id: string };
   await page.getByRole('navigation', { name: 'Channels' }).waitFor();
