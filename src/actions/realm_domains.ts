@@ -1,3 +1,4 @@
+import { fetchActiveUserIds } from '../db/repos/users.js';
 import { transaction, type Tx } from '../db/index.js';
 import type { Realm, User } from '../db/tables.js';
 import {
@@ -9,7 +10,6 @@ import {
   updateRealmDomainRow,
   type RealmDomainRow,
 } from '../db/repos/realm_domains.js';
-import { fetchActiveUserIds } from '../db/repos/user_groups.js';
 import { badRequest } from '../errors.js';
 import { formatRealmDomain } from '../lib/format/realm_domains.js';
 import { realmSettings } from '../lib/realm_settings.js';

@@ -1,8 +1,8 @@
 import { now, transaction } from '../db/index.js';
 import type { Realm, User } from '../db/tables.js';
 import { updateRealmRow } from '../db/repos/realms.js';
-import { fetchActiveUserIds, fetchRealmForUpdate } from '../db/repos/settings.js';
-import { insertAuditLog } from '../db/repos/users.js';
+import { fetchRealmForUpdate } from '../db/repos/settings.js';
+import { insertAuditLog, fetchActiveUserIds } from '../db/repos/users.js';
 import { upsertStoredFile } from '../db/repos/stored_files.js';
 import { badRequest } from '../errors.js';
 import { MAX_ICON_FILE_SIZE_MIB, MAX_LOGO_FILE_SIZE_MIB } from '../lib/format/settings.js';

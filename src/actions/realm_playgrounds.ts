@@ -1,3 +1,4 @@
+import { fetchActiveUserIds } from '../db/repos/users.js';
 import { transaction, type Tx } from '../db/index.js';
 import type { Realm } from '../db/tables.js';
 import {
@@ -8,7 +9,6 @@ import {
   realmPlaygroundExists,
   type RealmPlaygroundRow,
 } from '../db/repos/realm_playgrounds.js';
-import { fetchActiveUserIds } from '../db/repos/user_groups.js';
 import { badRequest } from '../errors.js';
 import { formatRealmPlayground } from '../lib/format/realm_playgrounds.js';
 import { parseUriTemplate } from '../lib/uri_template.js';

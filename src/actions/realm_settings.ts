@@ -1,8 +1,8 @@
 import { now, transaction } from '../db/index.js';
 import type { Realm, User } from '../db/tables.js';
 import { updateRealmRow } from '../db/repos/realms.js';
-import { fetchRealmUsers, insertAuditLog, updateUserRow } from '../db/repos/users.js';
-import { fetchActiveUserIds, fetchRealmForUpdate } from '../db/repos/settings.js';
+import { fetchRealmUsers, insertAuditLog, updateUserRow, fetchActiveUserIds } from '../db/repos/users.js';
+import { fetchRealmForUpdate } from '../db/repos/settings.js';
 import {
   checkGroupSettingChange,
   checkGroupSettingValue,

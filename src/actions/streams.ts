@@ -26,8 +26,7 @@ import {
   setSubscriptionsActive,
   updateSubscriptionRow,
 } from '../db/repos/subscriptions.js';
-import { fetchActiveUserRoles, fetchUsersByIds } from '../db/repos/users.js';
-import { fetchActiveUserIds } from '../db/repos/user_groups.js';
+import { fetchActiveUserRoles, fetchUsersByIds, fetchActiveUserIds } from '../db/repos/users.js';
 import { JsonableError, badRequest, insufficientPermission, ownerRequired, streamDoesNotExist } from '../errors.js';
 import type { ZulipEvent } from '../events/bus.js';
 import {

@@ -1,10 +1,10 @@
 import { JsonableError, badRequest } from '../errors.js';
 import { now, transaction, type Tx } from '../db/index.js';
 import type { Realm, User, UserGroup } from '../db/tables.js';
+import { fetchActiveUserIds } from '../db/repos/users.js';
 import {
   deleteGroupMembers,
   deleteSubgroups,
-  fetchActiveUserIds,
   fetchGroupsUsingSettings,
   fetchStreamPermissions,
   fetchUserGroupById,

@@ -1,3 +1,4 @@
+import { fetchActiveUserIds } from '../../src/db/repos/users.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachDatabase } from '../helpers/server.js';
@@ -5,7 +6,6 @@ import { err, ok } from '../helpers/assert.js';
 import { assertConforms, assertEventConforms } from '../helpers/openapi.js';
 import { captureEvents, recipientIds } from '../helpers/bus.js';
 import { parseUriTemplate } from '../../src/lib/uri_template.js';
-import { fetchActiveUserIds } from '../../src/db/repos/user_groups.js';
 
 test('parseUriTemplate accepts RFC 6570 templates and lists their variables', () => {
   assert.deepEqual(parseUriTemplate('https://python.example.com?code={code}')?.variables, ['code']);

@@ -1,3 +1,4 @@
+import { fetchActiveUserIds } from '../../src/db/repos/users.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachDatabase, type TestServer } from '../helpers/server.js';
@@ -6,7 +7,6 @@ import { assertConforms, assertEventConforms } from '../helpers/openapi.js';
 import { captureEvents, recipientIds } from '../helpers/bus.js';
 import { domainProblem, emailAllowedForRealm, realmEmailValidator } from '../../src/actions/realm_domains.js';
 import { fetchRealmById, updateRealmRow } from '../../src/db/repos/realms.js';
-import { fetchActiveUserIds } from '../../src/db/repos/user_groups.js';
 
 test('domainProblem follows Zulip validate_domain', () => {
   for (const bad of ['', 'test', 't.', 'test.', '.com', '-test', 'test...com', 'test-', 'test_domain.com', 'test.-domain.com', `${'a'.repeat(255)}.com`]) {

@@ -1,3 +1,4 @@
+import { fetchActiveUserIds } from '../../src/db/repos/users.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachDatabase, type TestServer } from '../helpers/server.js';
@@ -8,7 +9,6 @@ import type { ApiResponse, ParamValue } from '../helpers/client.js';
 import type { ZulipEvent } from '../../src/events/bus.js';
 import { fetchRealmById } from '../../src/db/repos/realms.js';
 import { fetchSystemGroups } from '../../src/db/repos/user_groups.js';
-import { fetchActiveUserIds } from '../../src/db/repos/settings.js';
 import { realmSettings } from '../../src/lib/realm_settings.js';
 
 /** Validates events against zulip.yaml's GET /events schema. */

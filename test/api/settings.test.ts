@@ -6,9 +6,8 @@ import { captureEvents, recipientIds } from '../helpers/bus.js';
 import { assertConforms } from '../helpers/openapi.js';
 import type { ApiResponse } from '../helpers/client.js';
 import type { ZulipEvent } from '../../src/events/bus.js';
-import { fetchUserById } from '../../src/db/repos/users.js';
+import { fetchUserById, fetchActiveUserIds } from '../../src/db/repos/users.js';
 import { fetchRealmById } from '../../src/db/repos/realms.js';
-import { fetchActiveUserIds } from '../../src/db/repos/settings.js';
 import { doCreateUser } from '../../src/actions/users.js';
 import { realmUserSettingsDefaults, userSettings } from '../../src/lib/user_settings.js';
 

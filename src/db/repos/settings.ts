@@ -18,12 +18,6 @@ export async function fetchUserForUpdate(tx: Tx, dialect: Dialect, userId: numbe
   return q.executeTakeFirstOrThrow();
 }
 
-/** IDs of the realm's active users, bots included: who receives realm-wide events. */
-export async function fetchActiveUserIds(db: Tx, realmId: number): Promise<number[]> {
-  const rows = await db.selectFrom('users').select('id').where('realm_id', '=', realmId).where('is_active', '=', 1).orderBy('id').execute();
-  return rows.map((r) => r.id);
-}
-
 export async function fetchInactiveUserIds(db: Tx, realmId: number): Promise<number[]> {
   const rows = await db.selectFrom('users').select('id').where('realm_id', '=', realmId).where('is_active', '=', 0).execute();
   return rows.map((r) => r.id);

@@ -100,12 +100,6 @@ export async function deleteSubgroups(db: Tx, groupId: number, subgroupIds: read
   await db.deleteFrom('group_subgroups').where('group_id', '=', groupId).where('subgroup_id', 'in', [...subgroupIds]).execute();
 }
 
-/** Active, non-deleted users of the realm: who sees realm-wide events and may be a group member. */
-export async function fetchActiveUserIds(db: Tx, realmId: number): Promise<number[]> {
-  const rows = await db.selectFrom('users').select('id').where('realm_id', '=', realmId).where('is_active', '=', 1).execute();
-  return rows.map((r) => r.id);
-}
-
 export async function fetchGroupsUsingSettings(db: Tx, realmId: number): Promise<{ id: number; permissions: string }[]> {
   return db.selectFrom('user_groups').select(['id', 'permissions']).where('realm_id', '=', realmId).where('deactivated', '=', 0).execute();
 }

@@ -3,8 +3,8 @@ import type { Services } from '../../services.js';
 import { badRequest, insufficientPermission } from '../../errors.js';
 import { endpoint } from '../endpoint.js';
 import { p, type Param } from '../params.js';
-import { fetchActiveUserIds, fetchRealmUserGroups } from '../../db/repos/user_groups.js';
-import { fetchUserById } from '../../db/repos/users.js';
+import { fetchRealmUserGroups } from '../../db/repos/user_groups.js';
+import { fetchUserById, fetchActiveUserIds } from '../../db/repos/users.js';
 import {
   USER_GROUP_PERMISSION_SETTINGS,
   groupSettingUpdateSchema,
