@@ -8,18 +8,19 @@
  * server under the same load generator), prints one table and writes the same figures as
  * JSON under bench/results/. See docs/performance.md for the targets and the figures.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { buildServer, captureOutput, fdLimit, pinningFor, RESULTS_DIR, ROOT, spawnPinned } from './lib/proc.js';
 import { BenchServer, httpGet, serverEnv, ServerGroup, type BenchTarget, type ServerStats } from './lib/server.js';
-import { seed, type SeedSizes, type Seeded } from './lib/seed.js';
+import { seed, seedOrg, type SeedSizes, type Seeded } from './lib/seed.js';
+import type { OrgRates, OrgWindow } from './load/people.js';
 import { freePort, machineBusyPercent, machineCpu, sleep, wallMs, type LatencySummary } from './lib/util.js';
 import { LoadGenerator, type AutocannonRequest, type QueueUser } from './load/jobs.js';
 
-const SCENARIOS = ['send', 'fanout', 'idle', 'history', 'register', 'start'] as const;
+const SCENARIOS = ['send', 'fanout', 'idle', 'history', 'register', 'start', 'org', 'storm', 'cost'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
@@ -75,6 +76,21 @@ const FULL: SeedSizes & Plan = {
   idleHeartbeatSeconds: 50,
   idleWindowMs: 60_000,
   latencyMs: 10_000,
+  orgStart: 1_000,
+  orgMax: 19_000,
+  orgWarmupMs: 30_000,
+  orgWindowMs: 120_000,
+  orgRegisterConcurrency: 8,
+  sendIntervalSeconds: 600,
+  channelShare: 0.75,
+  typingMs: 2_000,
+  readBatchMs: 500,
+  historyEvery: 5,
+  stormPeople: 19_000,
+  stormTimeoutMs: 300_000,
+  costPeople: 2_000,
+  costSendIntervalSeconds: 60,
+  costWindowMs: 60_000,
 };
 
 const QUICK: SeedSizes & Plan = {
@@ -96,6 +112,21 @@ const QUICK: SeedSizes & Plan = {
   idleHeartbeatSeconds: 2,
   idleWindowMs: 3_000,
   latencyMs: 2_000,
+  orgStart: 30,
+  orgMax: 60,
+  orgWarmupMs: 1_000,
+  orgWindowMs: 3_000,
+  orgRegisterConcurrency: 4,
+  sendIntervalSeconds: 5,
+  channelShare: 0.75,
+  typingMs: 200,
+  readBatchMs: 200,
+  historyEvery: 5,
+  stormPeople: 60,
+  stormTimeoutMs: 60_000,
+  costPeople: 40,
+  costSendIntervalSeconds: 5,
+  costWindowMs: 3_000,
 };
 
 interface Plan {
@@ -109,6 +140,24 @@ interface Plan {
   idleHeartbeatSeconds: number;
   idleWindowMs: number;
   latencyMs: number;
+  /** org: the first organization size; doubled (capped at orgMax) while every limit holds. */
+  orgStart: number;
+  orgMax: number;
+  orgWarmupMs: number;
+  orgWindowMs: number;
+  /** Registers in flight per server process while people connect. */
+  orgRegisterConcurrency: number;
+  sendIntervalSeconds: number;
+  channelShare: number;
+  typingMs: number;
+  readBatchMs: number;
+  historyEvery: number;
+  stormPeople: number;
+  stormTimeoutMs: number;
+  /** cost: a fixed load (people, each sending every costSendIntervalSeconds) for any --processes. */
+  costPeople: number;
+  costSendIntervalSeconds: number;
+  costWindowMs: number;
 }
 
 interface Row {
@@ -336,6 +385,10 @@ async function main(): Promise<void> {
       const env = { ...redisEnv('idle'), PARLEY_HEARTBEAT_SECONDS: String(plan.idleHeartbeatSeconds) };
       await withServer(server, load, ports, env, () => runIdle(load, server, plan, data, fds));
     }
+    const people: PeopleContext = { load, ports, plan, seedEnv: serverEnv(target, port, 0), serverFor, redisEnv, dbKind, redisUrl };
+    if (only.has('org')) await runOrg(people);
+    if (only.has('storm')) await runStorm(people);
+    if (only.has('cost')) await runCost(people);
   } catch (e) {
     failed = true;
     log(`bench failed: ${(e as Error).stack ?? String(e)}`);
@@ -592,6 +645,195 @@ async function runIdle(load: LoadGenerator, server: ServerGroup, plan: Plan, dat
   row('idle', `${num(count)} held long-polls${overProcesses(server)} (fd limit ${num(fds)}): memory per 1,000`, `${perThousandMiB.toFixed(2)} MiB (heap ${heapPerThousandMiB.toFixed(2)})`, '<= 12 MB', perThousandMiB * 1.048576 <= 12);
   row('idle', `heartbeats every ${plan.idleHeartbeatSeconds} s: CPU over ${(windowMs / 1000).toFixed(0)} s${server.servers.length > 1 ? ', all processes' : ''}`, `${cpuPercent.toFixed(2)}% of a core (${num(heartbeats)} heartbeats)`);
   log(`idle: ${count} queues, ${perThousandMiB.toFixed(2)} MiB per 1000, heartbeat CPU ${cpuPercent.toFixed(2)}%`);
+}
+
+interface PeopleContext {
+  load: LoadGenerator;
+  ports: number[];
+  plan: Plan;
+  seedEnv: NodeJS.ProcessEnv;
+  serverFor: (scenario: string) => ServerGroup;
+  redisEnv: (scenario: string) => NodeJS.ProcessEnv;
+  dbKind: 'sqlite' | 'postgres';
+  redisUrl: string | null;
+}
+
+const ratesOf = (plan: Plan, sendIntervalSeconds = plan.sendIntervalSeconds): OrgRates => ({
+  sendIntervalSeconds,
+  channelShare: plan.channelShare,
+  typingMs: plan.typingMs,
+  readBatchMs: plan.readBatchMs,
+  historyEvery: plan.historyEvery,
+});
+
+/** A fresh organization of `count` people, seeded while no server runs; people registered and polling. */
+async function connectPeople(ctx: PeopleContext, server: ServerGroup, count: number, name: string, sendIntervalSeconds?: number): Promise<{ registerMs: number; register: LatencySummary }> {
+  const org = await seedOrg(ctx.seedEnv, count, name, log);
+  await server.start(ctx.redisEnv(name), ctx.ports);
+  await ctx.load.run({ kind: 'configure', ports: ctx.ports });
+  await ctx.load.run({ kind: 'org-configure', people: org.people, channels: org.channels, rates: ratesOf(ctx.plan, sendIntervalSeconds) });
+  const r = await ctx.load.run<{ registerMs: number; register: LatencySummary }>({ kind: 'org-connect', concurrency: ctx.plan.orgRegisterConcurrency });
+  log(`  ${count} people registered as the mobile app in ${(r.registerMs / 1000).toFixed(1)} s (register p50 ${ms(r.register.p50)}, p99 ${ms(r.register.p99)})`);
+  return r;
+}
+
+/** The limits of an organization's day (issue 21); the first it breaks, or null. */
+function orgLimitBroken(w: OrgWindow, stallMs: number, rss: number): string | null {
+  if (!(w.send.p99 < 100)) return `send p99 ${ms(w.send.p99)} >= 100 ms`;
+  if (!(w.delivery.p99 < 200)) return `delivery p99 ${ms(w.delivery.p99)} >= 200 ms`;
+  if (!(w.presence.p99 < 50)) return `presence p99 ${ms(w.presence.p99)} >= 50 ms`;
+  if (stallMs > 100) return `event-loop stall ${ms(stallMs)} > 100 ms`;
+  if (rss >= 4 * 2 ** 30) return `memory ${num(rss / 2 ** 20)} MiB >= 4 GiB`;
+  if (w.undelivered > 0) return `${w.undelivered} deliveries missing`;
+  const errs = Object.entries(w.errors);
+  if (errs.length > 0) return `errors: ${errs.map(([k, v]) => `${v} ${k}`).join(', ')} (first: ${w.firstErrors[0]})`;
+  return null;
+}
+
+/** One measured window of the simulated day, with the server's stalls and memory over it. */
+async function orgWindow(ctx: PeopleContext, server: ServerGroup, warmupMs: number, durationMs: number): Promise<{ w: OrgWindow; stallMs: number; rss: number; cpuMs: number }> {
+  let before: ServerStats[] = [];
+  const mark = sleep(warmupMs).then(async () => {
+    before = await server.each({ reset: true });
+  });
+  const w = await ctx.load.run<OrgWindow>({ kind: 'org-run', warmupMs, durationMs });
+  await mark;
+  const after = await server.each();
+  const cpuMs = after.reduce((t, s, k) => t + BenchServer.cpuMs(before[k]!, s), 0);
+  return { w, stallMs: Math.max(...after.map((s) => s.maxStallMs)), rss: after.reduce((t, s) => t + s.rss, 0), cpuMs };
+}
+
+const orgLine = (w: OrgWindow): string =>
+  `send p99 ${ms(w.send.p99)}, delivery p99 ${ms(w.delivery.p99)} (${num(w.delivery.count)}), presence p99 ${ms(w.presence.p99)}, flags p99 ${ms(w.flags.p99)}, history p99 ${ms(w.history.p99)}`;
+
+/** `--only org`: organizations of growing size until a limit breaks. */
+async function runOrg(ctx: PeopleContext): Promise<void> {
+  const { plan } = ctx;
+  const steps: Record<string, unknown>[] = [];
+  let largest = 0;
+  let broke: string | null = null;
+  for (let n = plan.orgStart; ; n = Math.min(plan.orgMax, n * 2)) {
+    const server = ctx.serverFor(`org-${n}`);
+    log(`org: ${n} people`);
+    try {
+      const reg = await connectPeople(ctx, server, n, `org${n}`);
+      const { w, stallMs, rss, cpuMs } = await orgWindow(ctx, server, plan.orgWarmupMs, plan.orgWindowMs);
+      broke = orgLimitBroken(w, stallMs, rss);
+      steps.push({ people: n, registerMs: reg.registerMs, register: reg.register, window: w, maxStallMs: stallMs, rss, serverCpuPercent: (cpuMs / plan.orgWindowMs) * 100, broke });
+      log(`  ${orgLine(w)}; stall ${ms(stallMs)}, RSS ${num(rss / 2 ** 20)} MiB, server CPU ${((cpuMs / plan.orgWindowMs) * 100).toFixed(0)}%, load generator CPU ${w.clientCpuPercent.toFixed(0)}%${broke ? `; BREAKS: ${broke}` : ''}`);
+    } finally {
+      await ctx.load.run({ kind: 'org-stop' });
+      await server.stop();
+    }
+    if (broke) break;
+    largest = n;
+    if (n >= plan.orgMax) break;
+  }
+  results.org = { steps, largest, target: plan.orgMax };
+  const last = steps[steps.length - 1] as { people: number; window: OrgWindow; maxStallMs: number; rss: number };
+  row('org', `largest organization within every limit (stepped from ${num(plan.orgStart)})`, largest ? num(largest) : `none (${broke})`, `${num(plan.orgMax)}`, largest >= plan.orgMax);
+  row('org', `at ${num(last.people)}: send / delivery / presence p99`, `${ms(last.window.send.p99)} / ${ms(last.window.delivery.p99)} / ${ms(last.window.presence.p99)}`, '< 100 / 200 / 50 ms');
+  row('org', `at ${num(last.people)}: longest stall, memory`, `${ms(last.maxStallMs)}, ${num(last.rss / 2 ** 20)} MiB`, '<= 100 ms, < 4 GiB');
+  if (broke) row('org', `the limit that broke at ${num(last.people)}`, broke);
+}
+
+/** `--only storm`: every held client loses its queue at once (SIGKILL and restart). */
+async function runStorm(ctx: PeopleContext): Promise<void> {
+  const { plan } = ctx;
+  const n = plan.stormPeople;
+  const server = ctx.serverFor('storm');
+  log(`storm: ${n} people`);
+  try {
+    await connectPeople(ctx, server, n, `storm${n}`);
+    await ctx.load.run({ kind: 'org-run', warmupMs: 0, durationMs: Math.min(5_000, plan.orgWindowMs) });
+    await ctx.load.run({ kind: 'org-storm-begin' });
+    const t0 = wallMs();
+    await server.kill();
+    await server.start(ctx.redisEnv('storm'), ctx.ports);
+    const restartMs = wallMs() - t0;
+    await server.each({ reset: true });
+    const r = await ctx.load.run<{ allBackMs: number; back: number; register: LatencySummary; ordinary: LatencySummary; counts: Record<string, number>; errors: Record<string, number>; firstErrors: string[] }>({
+      kind: 'org-await-back',
+      timeoutMs: plan.stormTimeoutMs,
+    });
+    const after = await server.stats();
+    const allBackMs = r.allBackMs + restartMs;
+    results.storm = { people: n, restartMs, ...r, allBackMs, maxStallMs: after.maxStallMs, rss: after.rss };
+    const errs = Object.entries(r.errors);
+    row('storm', `${num(n)} clients lose their queues (SIGKILL, restart in ${ms(restartMs)}): all back`, Number.isFinite(r.allBackMs) ? `${(allBackMs / 1000).toFixed(1)} s` : `${num(r.back)} of ${num(n)} after ${(plan.stormTimeoutMs / 1000).toFixed(0)} s`, '<= 60 s', allBackMs <= 60_000);
+    row('storm', 'register during the storm: p50 / p99', `${ms(r.register.p50)} / ${ms(r.register.p99)} (${num(r.register.count)})`);
+    row('storm', 'ordinary requests meanwhile (presence, typing, send, flags, history): p99', ms(r.ordinary.p99), '< 200 ms', !(r.ordinary.p99 >= 200));
+    row('storm', 'errors other than BAD_EVENT_QUEUE_ID and 429', errs.length ? errs.map(([k, v]) => `${v} ${k}`).join(', ') : 'none', 'none', errs.length === 0);
+    row('storm', 'longest stall, memory after', `${ms(after.maxStallMs)}, ${num(after.rss / 2 ** 20)} MiB`);
+    log(`storm: all back in ${(allBackMs / 1000).toFixed(1)} s; register p99 ${ms(r.register.p99)}; ordinary p99 ${ms(r.ordinary.p99)}; ${errs.length ? `errors ${JSON.stringify(r.errors)} ${r.firstErrors[0]}` : 'no errors'}`);
+  } finally {
+    await ctx.load.run({ kind: 'org-stop' });
+    await server.stop();
+  }
+}
+
+/** CPU time of every PostgreSQL process of this machine (ms), from /proc; null where there is no /proc. */
+function postgresCpuMs(): number | null {
+  try {
+    const tick = 100; // USER_HZ on Linux
+    let total = 0;
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      let stat: string;
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+        stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      } catch {
+        continue;
+      }
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += ((Number(f[11]) + Number(f[12])) * 1000) / tick;
+    }
+    return total;
+  } catch {
+    return null;
+  }
+}
+
+/** Redis's own CPU time (ms), from INFO cpu. */
+async function redisCpuMs(url: string): Promise<number> {
+  const { Redis } = await import('ioredis');
+  const r = new Redis(url, { lazyConnect: true });
+  await r.connect();
+  try {
+    const info = await r.info('cpu');
+    const get = (k: string): number => Number(new RegExp(`${k}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+    return (get('used_cpu_sys') + get('used_cpu_user')) * 1000;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** `--only cost`: CPU time per message at a fixed load, over every server process, Redis and PostgreSQL. */
+async function runCost(ctx: PeopleContext): Promise<void> {
+  const { plan } = ctx;
+  const server = ctx.serverFor('cost');
+  const processes = server.servers.length;
+  log(`cost: ${plan.costPeople} people, one message each per ${plan.costSendIntervalSeconds} s, ${processes} process(es)`);
+  try {
+    await connectPeople(ctx, server, plan.costPeople, `cost${plan.costPeople}`, plan.costSendIntervalSeconds);
+    await ctx.load.run({ kind: 'org-run', warmupMs: 0, durationMs: Math.min(5_000, plan.costWindowMs) });
+    const pg0 = ctx.dbKind === 'postgres' ? postgresCpuMs() : null;
+    const redis0 = ctx.redisUrl ? await redisCpuMs(ctx.redisUrl) : null;
+    const { w, cpuMs } = await orgWindow(ctx, server, 0, plan.costWindowMs);
+    const pgMs = pg0 === null ? null : postgresCpuMs()! - pg0;
+    const redisMs = redis0 === null ? null : (await redisCpuMs(ctx.redisUrl!)) - redis0;
+    const sent = w.send.count;
+    const per = (v: number | null): string => (v === null ? 'n/a' : sent ? `${(v / sent).toFixed(2)} ms` : 'n/a');
+    results.cost = { processes, people: plan.costPeople, sent, deliveries: w.delivery.count, serverCpuMs: cpuMs, postgresCpuMs: pgMs, redisCpuMs: redisMs, window: w };
+    row('cost', `${num(plan.costPeople)} people, ${num(sent)} messages, ${num(w.delivery.count)} deliveries, ${processes} process(es): Parley CPU per message`, per(cpuMs));
+    row('cost', 'PostgreSQL / Redis CPU per message', `${per(pgMs)} / ${per(redisMs)}`);
+    row('cost', 'send / delivery p99 meanwhile', `${ms(w.send.p99)} / ${ms(w.delivery.p99)}`);
+    log(`cost: ${sent} messages; Parley ${per(cpuMs)}, PostgreSQL ${per(pgMs)}, Redis ${per(redisMs)} CPU per message`);
+  } finally {
+    await ctx.load.run({ kind: 'org-stop' });
+    await server.stop();
+  }
 }
 
 function printTable(title: string): void {

@@ -15,6 +15,7 @@ import { initialUserSettingsJson, realmUserSettingsDefaults } from '../../src/li
 import { transaction } from '../../src/db/index.js';
 import { basicAuth } from './util.js';
 import type { QueueUser } from '../load/jobs.js';
+import type { OrgChannel, OrgPerson } from '../load/people.js';
 
 export interface SeedSizes {
   /** Members of the default organization, all subscribed to the fan-out channel. */
@@ -282,6 +283,49 @@ export async function seed(env: NodeJS.ProcessEnv, sizes: SeedSizes, log: (line:
       register: user(member, `reg.${host}`),
       registerHost: `reg.${host}`,
       timings,
+    };
+  } finally {
+    await app.close();
+  }
+}
+
+export interface SeededOrg {
+  host: string;
+  people: OrgPerson[];
+  channels: OrgChannel[];
+  subscriptions: number;
+}
+
+/**
+ * An organization of `count` people (subdomain `stringId`) for the simulated-day scenarios:
+ * channel k (k = 1, 2, ...) has count/k members, down to 5 (a long tail: one channel of
+ * everyone, many small ones), each channel a different window of the people.
+ */
+export async function seedOrg(env: NodeJS.ProcessEnv, count: number, stringId: string, log: (line: string) => void): Promise<SeededOrg> {
+  const config: Config = loadConfig({}, env);
+  const app = await buildApp(config, { announce: () => undefined });
+  try {
+    const t0 = performance.now();
+    const realm = await doCreateRealm(app.services, { stringId, name: `Organization of ${count}` });
+    const members = await createMembers(app, realm, `person${stringId}-`, count);
+    const sizes: number[] = [];
+    for (let k = 1; sizes.length === 0 || sizes[sizes.length - 1]! > 5; k++) sizes.push(Math.max(Math.min(5, count), Math.floor(count / k)));
+    const created = await createChannels(app, realm, null, sizes.map((_, k) => `team ${k + 1}`));
+    const channels: OrgChannel[] = created.map((c, k) => {
+      const start = (k * 7919) % count;
+      return { id: c.id, members: Array.from({ length: sizes[k]! }, (_, j) => (start + j) % count) };
+    });
+    const pairs = channels.flatMap((c) => c.members.map((m) => ({ user_id: members[m]!.id, stream_id: c.id })));
+    for (const part of chunks(pairs, 20_000)) await subscribe(app, realm.id, part);
+    const port = new URL(config.externalUrl).port;
+    const host = `${stringId}.localhost:${port}`;
+    log(`  organization "${stringId}": ${count} people, ${channels.length} channels (${sizes[0]} down to ${sizes[sizes.length - 1]} members), ${pairs.length} subscriptions in ${Math.round(performance.now() - t0)} ms`);
+    if (app.services.db.dialect === 'postgres') await sql`VACUUM ANALYZE`.execute(app.services.db.kysely);
+    return {
+      host,
+      people: members.map((u) => ({ host, auth: basicAuth(u.email, u.apiKey), userId: u.id })),
+      channels,
+      subscriptions: pairs.length,
     };
   } finally {
     await app.close();

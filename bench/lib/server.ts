@@ -173,6 +173,18 @@ export class BenchServer {
     rmSync(join(this.target.dataDir, 'event_queues.json'), { force: true });
   }
 
+  /** SIGKILL, as a crash: nothing is written at exit (its queues are lost). */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = null;
+    if (child.exitCode === null && child.signalCode === null) {
+      const done = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGKILL');
+      await done;
+    }
+  }
+
   lastOutput(): string {
     return this.output();
   }
@@ -223,5 +235,9 @@ export class ServerGroup {
 
   async stop(): Promise<void> {
     await Promise.all(this.servers.map((s) => s.stop()));
+  }
+
+  async kill(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.kill()));
   }
 }

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { captureOutput, ROOT, spawnPinned } from '../lib/proc.js';
+import type { OrgChannel, OrgPerson, OrgRates } from './people.js';
 
 /** A user the load generator acts as: the Host header selects the organization. */
 export interface QueueUser {
@@ -35,7 +36,14 @@ export type Job =
       topics: string[];
       trackSet: string;
     }
-  | { kind: 'fanout'; senders: QueueUser[]; stream: string; topics: string[]; trackSet: string };
+  | { kind: 'fanout'; senders: QueueUser[]; stream: string; topics: string[]; trackSet: string }
+  /** Simulated people (people.ts): who they are, then register, run, storm and stop. */
+  | { kind: 'org-configure'; people: OrgPerson[]; channels: OrgChannel[]; rates: OrgRates }
+  | { kind: 'org-connect'; concurrency: number }
+  | { kind: 'org-run'; warmupMs: number; durationMs: number }
+  | { kind: 'org-storm-begin' }
+  | { kind: 'org-await-back'; timeoutMs: number }
+  | { kind: 'org-stop' };
 
 export type JobResult = Record<string, unknown>;
 

@@ -15,6 +15,10 @@ const HEADER_END = Buffer.from('\r\n\r\n');
  */
 export class RawConnection {
   private buf: Buffer = Buffer.alloc(0);
+  /** A response whose body is still arriving: its chunks so far, their length, and the length of the whole. */
+  private parts: Buffer[] = [];
+  private have = 0;
+  private need = 0;
   private pending: { resolve: (r: RawResponse) => void; reject: (e: Error) => void } | null = null;
   private closed = false;
 
@@ -63,6 +67,16 @@ export class RawConnection {
   }
 
   private onData(chunk: Buffer): void {
+    // Chunks of a large body are kept apart and joined once, when the body is complete.
+    if (this.need > 0) {
+      this.parts.push(chunk);
+      this.have += chunk.length;
+      if (this.have < this.need) return;
+      chunk = Buffer.concat(this.parts, this.have);
+      this.parts = [];
+      this.have = 0;
+      this.need = 0;
+    }
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
     const end = this.buf.indexOf(HEADER_END);
     if (end < 0) return;
@@ -74,7 +88,13 @@ export class RawConnection {
     }
     const length = Number(m[1]);
     const total = end + 4 + length;
-    if (this.buf.length < total) return;
+    if (this.buf.length < total) {
+      this.parts = [this.buf];
+      this.have = this.buf.length;
+      this.need = total;
+      this.buf = Buffer.alloc(0);
+      return;
+    }
     const status = Number(head.slice(9, 12));
     const body = this.buf.toString('utf8', end + 4, total);
     this.buf = this.buf.length === total ? Buffer.alloc(0) : this.buf.subarray(total);

@@ -10,6 +10,7 @@ import autocannon from 'autocannon';
 import { RawConnection, requestHead, type RawResponse } from './raw_http.js';
 import { mapLimit, sleep, summarize, wallMs, type LatencySummary } from '../lib/util.js';
 import type { Job, JobResult, QueueUser } from './jobs.js';
+import { orgAwaitBack, orgConfigure, orgConnect, orgRun, orgStop, orgStormBegin } from './people.js';
 
 interface Queue {
   user: QueueUser;
@@ -343,6 +344,18 @@ async function runJob(job: Job): Promise<JobResult> {
       return sendRun(job);
     case 'fanout':
       return fanout(job);
+    case 'org-configure':
+      return orgConfigure({ ...job, ports });
+    case 'org-connect':
+      return orgConnect(job);
+    case 'org-run':
+      return orgRun(job) as unknown as Promise<JobResult>;
+    case 'org-storm-begin':
+      return orgStormBegin();
+    case 'org-await-back':
+      return orgAwaitBack(job);
+    case 'org-stop':
+      return orgStop();
   }
 }
 
