@@ -17,6 +17,7 @@ import { fetchUserDrafts } from './repos/drafts.js';
 import { fetchUserNavigationViews } from './repos/navigation_views.js';
 import { fetchUserSavedSnippets } from './repos/saved_snippets.js';
 import { fetchExternalToken } from './repos/external_tokens.js';
+import { countSubscribersByRealmStream } from './repos/subscriptions.js';
 
 /**
  * The reads nearly every request repeats, served from the read cache outside transactions
@@ -104,6 +105,8 @@ export const fetchRealmDomainsCached = cachedRead('realm_domains', ['realm_domai
 export const fetchRealmPlaygroundsCached = cachedRead('realm_playgrounds', ['realm_playgrounds'], byRealm, fetchRealmPlaygrounds);
 export const fetchDefaultStreamIdsCached = cachedRead('default_streams', ['default_streams'], byRealm, fetchDefaultStreamIds);
 export const fetchSystemGroupsCached = cachedRead('system_groups', ['user_groups'], byRealm, fetchSystemGroups);
+/** Every register and GET /streams: the subscriber count of each channel (one scan of the organization's subscriptions). */
+export const countSubscribersCached = cachedRead('subscriber_counts', ['subscriptions', 'users'], byRealm, countSubscribersByRealmStream);
 export const fetchUserAlertWordsCached = cachedRead('user_alert_words', ['alert_words'], byUser, fetchUserAlertWords);
 export const fetchUserDraftsCached = cachedRead('drafts', ['drafts'], byUser, fetchUserDrafts);
 export const fetchUserNavigationViewsCached = cachedRead('navigation_views', ['navigation_views'], byUser, fetchUserNavigationViews);

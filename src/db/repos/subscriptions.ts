@@ -108,6 +108,20 @@ export async function countSubscribersByStream(db: Tx, streamIds: readonly numbe
   return out;
 }
 
+/** Active subscribers (active users) of every channel of an organization that has any. */
+export async function countSubscribersByRealmStream(db: Tx, realmId: number): Promise<Map<number, number>> {
+  const rows = await db
+    .selectFrom('subscriptions')
+    .innerJoin('users', 'users.id', 'subscriptions.user_id')
+    .select(['subscriptions.stream_id', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('subscriptions.realm_id', '=', realmId)
+    .where('subscriptions.active', '=', 1)
+    .where('users.is_active', '=', 1)
+    .groupBy('subscriptions.stream_id')
+    .execute();
+  return new Map(rows.map((r) => [r.stream_id, Number(r.n)]));
+}
+
 /** The subscribers a channel message is delivered to, with their per-channel notification settings. */
 export async function fetchFanoutSubscriptions(db: Tx, streamId: number): Promise<FanoutSubscription[]> {
   return db

@@ -1,7 +1,7 @@
 import type { Tx } from '../../db/index.js';
 import type { Stream, Subscription } from '../../db/tables.js';
 import { countSubscribersByStream } from '../../db/repos/subscriptions.js';
-import { fetchSystemGroupsCached } from '../../db/cached.js';
+import { countSubscribersCached, fetchSystemGroupsCached } from '../../db/cached.js';
 import { fetchUsersByIds } from '../../db/repos/users.js';
 import { normalizeGroupSettingValue, type GroupSettingValue } from '../group_settings.js';
 import { renderMarkdown } from '../markdown/index.js';
@@ -24,7 +24,9 @@ export interface StreamFormatContext {
 
 /**
  * Loads what formatting `streams` needs, in at most three queries: subscriber counts (unless
- * the subscriber lists are already known), system group names, and which users named in
+ * the subscriber lists are already known; for more than a few channels, the whole
+ * organization's, cached: a register in an organization of thousands of channels asks for
+ * nearly all of them), system group names, and which users named in
  * anonymous settings are deactivated.
  */
 export async function fetchStreamFormatContext(
@@ -35,7 +37,9 @@ export async function fetchStreamFormatContext(
 ): Promise<StreamFormatContext> {
   const counts = subscribers
     ? new Map(streams.map((s) => [s.id, subscribers.get(s.id)?.length ?? 0]))
-    : await countSubscribersByStream(db, streams.map((s) => s.id));
+    : streams.length > 20
+      ? await countSubscribersCached(db, realmId)
+      : await countSubscribersByStream(db, streams.map((s) => s.id));
   const named = new Set<number>();
   for (const stream of streams) {
     for (const v of Object.values(channelPermissions(stream))) if (typeof v !== 'number') v.direct_members.forEach((u) => named.add(u));
