@@ -151,7 +151,8 @@ async function register(p: Person): Promise<void> {
     if (res?.status === 200) {
       record('register', due);
       counts.registers++;
-      p.queueId = /"queue_id":"([^"]+)"/.exec(res.body)![1]!;
+      // A copy: a match would be a slice keeping the whole (megabytes long) response alive.
+      p.queueId = Buffer.from(/"queue_id":"([^"]+)"/.exec(res.body)![1]!, 'latin1').toString('latin1');
       p.lastEventId = Number(/"last_event_id":(-?\d+)/.exec(res.body)![1]);
       p.presenceUpdateId = Number(/"presence_last_update_id":(-?\d+)/.exec(res.body)?.[1] ?? -1);
       const interval = /"server_presence_ping_interval_seconds":(\d+)/.exec(res.body);

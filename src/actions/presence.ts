@@ -11,6 +11,8 @@ import {
   formatPresences,
 } from '../lib/format/presence.js';
 import { userSettings } from '../lib/user_settings.js';
+import { realmPresenceView } from '../lib/presence_view.js';
+import type { RawJson } from '../lib/raw_json.js';
 
 /** Connection times closer together than this are not rewritten (several open clients ping every minute). */
 export const PRESENCE_UPDATE_MIN_FREQ_SECONDS = 55;
@@ -91,10 +93,15 @@ export async function fetchPresenceResponse(
   db: Tx,
   realm: Realm,
   query: PresenceQuery,
-): Promise<{ presences: Record<string, unknown>; server_timestamp: number; presence_last_update_id: number }> {
+): Promise<{ presences: Record<string, unknown> | RawJson; server_timestamp: number; presence_last_update_id: number }> {
   const serverTimestamp = Date.now() / 1000;
   const days = query.historyLimitDays ?? DEFAULT_PRESENCE_HISTORY_DAYS;
   const initial = query.lastUpdateId === undefined || query.lastUpdateId <= 0;
+  // Outside a transaction, from this process's view of the organization's presence (lib/presence_view.ts).
+  if (query.modern && query.historyLimitDays !== 0 && !db.isTransaction) {
+    const view = await realmPresenceView(db, realm.id).select(query.lastUpdateId ?? -1, initial ? Math.floor(serverTimestamp) - days * 86_400 : undefined);
+    return { presences: view.presences, server_timestamp: serverTimestamp, presence_last_update_id: view.lastUpdateId };
+  }
   const rows =
     query.historyLimitDays === 0
       ? []

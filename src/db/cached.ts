@@ -1,6 +1,6 @@
 import { MESSAGES_REWRITTEN, cachedRead } from './cache.js';
 import { fetchRealmByStringId } from './repos/realms.js';
-import { fetchUserByEmail } from './repos/users.js';
+import { fetchActiveHumanIdSet, fetchUserByEmail } from './repos/users.js';
 import { fetchGroupRowsForUser } from './repos/user_groups.js';
 import { fetchStreamWithSubscription, streamNameKey } from './repos/streams.js';
 import { fetchChannelRecipients, fetchMutingUserIds, fetchRealmAlertWords, topicHasMessages } from './repos/messages.js';
@@ -105,6 +105,8 @@ export const fetchRealmDomainsCached = cachedRead('realm_domains', ['realm_domai
 export const fetchRealmPlaygroundsCached = cachedRead('realm_playgrounds', ['realm_playgrounds'], byRealm, fetchRealmPlaygrounds);
 export const fetchDefaultStreamIdsCached = cachedRead('default_streams', ['default_streams'], byRealm, fetchDefaultStreamIds);
 export const fetchSystemGroupsCached = cachedRead('system_groups', ['user_groups'], byRealm, fetchSystemGroups);
+/** Every presence report (lib/presence_view.ts): who counts among the organization's people. */
+export const fetchActiveHumanIdsCached = cachedRead('active_humans', ['users'], byRealm, fetchActiveHumanIdSet);
 /** Every register and GET /streams: the subscriber count of each channel (one scan of the organization's subscriptions). */
 export const countSubscribersCached = cachedRead('subscriber_counts', ['subscriptions', 'users'], byRealm, countSubscribersByRealmStream);
 export const fetchUserAlertWordsCached = cachedRead('user_alert_words', ['alert_words'], byUser, fetchUserAlertWords);

@@ -4,6 +4,9 @@ import { forEachDatabase } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { registerQueue } from '../helpers/events.js';
 import { assertConforms, assertEventConforms } from '../helpers/openapi.js';
+import { doCreateUser } from '../../src/actions/users.js';
+import { nextPresenceUpdateId, upsertPresence } from '../../src/db/repos/presence.js';
+import { ROLE_MEMBER } from '../../src/lib/roles.js';
 
 forEachDatabase('presence', (server) => {
   test('POST /users/me/presence: legacy email-keyed and modern user-id-keyed answers', async () => {
@@ -43,6 +46,29 @@ forEachDatabase('presence', (server) => {
     assert.equal(body.presences, undefined);
     err(await hamlet.client.post('/users/me/presence', { status: 'away' }), 400, 'BAD_REQUEST', 'Invalid status: away');
     err(await hamlet.client.post('/users/me/presence', {}), 400, 'REQUEST_VARIABLE_MISSING');
+  });
+
+  test('modern answers follow every committed change: another process\'s report, a new person, a deactivation', async () => {
+    const s = server();
+    const { othello, admin } = s.cast;
+    let body = ok(await othello.client.post('/users/me/presence', { status: 'active', last_update_id: -1 }));
+    const first = body.presence_last_update_id;
+    // Another process records a report: only the database carries it to this one.
+    const newcomer = await doCreateUser(s.app.services, s.realm, { email: 'newcomer@example.com', fullName: 'Newcomer', password: null, role: ROLE_MEMBER, actingUser: null });
+    const now = Math.floor(Date.now() / 1000);
+    await s.app.services.db.kysely.transaction().execute(async (tx) => {
+      const id = await nextPresenceUpdateId(tx, s.realm.id);
+      await upsertPresence(tx, { user_id: newcomer.id, realm_id: s.realm.id, last_active_time: now, last_connected_time: now, last_update_id: id });
+    });
+    const res = await othello.client.post('/users/me/presence', { status: 'active', last_update_id: first });
+    assertConforms(res, 'POST', '/users/me/presence');
+    body = ok(res);
+    assert.deepEqual(body.presences, { [String(newcomer.id)]: { active_timestamp: now, idle_timestamp: now } });
+    assert.ok(body.presence_last_update_id > first);
+    ok(await admin.client.delete(`/users/${newcomer.id}`));
+    body = ok(await othello.client.post('/users/me/presence', { status: 'active', last_update_id: -1 }));
+    assert.ok(!(String(newcomer.id) in body.presences));
+    assert.ok(String(othello.user.id) in body.presences);
   });
 
   test('GET /realm/presence and GET /users/{user_id_or_email}/presence', async () => {

@@ -68,6 +68,15 @@ export async function fetchRealmPresences(
   return q.orderBy('presence.user_id').execute();
 }
 
+/** Presence rows of an organization's people (bots never report) changed after `afterUpdateId`, whatever their user's state. */
+export async function fetchPresenceChangesSince(db: Tx, realmId: number, afterUpdateId: number): Promise<RealmPresenceRow[]> {
+  return presenceRows(db)
+    .where('presence.realm_id', '=', realmId)
+    .where('presence.last_update_id', '>', afterUpdateId)
+    .where('users.is_bot', '=', 0)
+    .execute();
+}
+
 export async function fetchUserPresenceRow(db: Tx, userId: number): Promise<RealmPresenceRow | undefined> {
   return presenceRows(db).where('presence.user_id', '=', userId).executeTakeFirst();
 }

@@ -90,6 +90,12 @@ export async function fetchActiveUsers(db: Tx, realmId: number): Promise<User[]>
   return db.selectFrom('users').selectAll().where('realm_id', '=', realmId).where('is_active', '=', 1).orderBy('id').execute();
 }
 
+/** The set of an organization's active people (bots left out). */
+export async function fetchActiveHumanIdSet(db: Tx, realmId: number): Promise<Set<number>> {
+  const rows = await db.selectFrom('users').select('id').where('realm_id', '=', realmId).where('is_active', '=', 1).where('is_bot', '=', 0).execute();
+  return new Set(rows.map((r) => r.id));
+}
+
 export async function fetchActiveUserIds(db: Tx, realmId: number): Promise<number[]> {
   const rows = await db.selectFrom('users').select('id').where('realm_id', '=', realmId).where('is_active', '=', 1).orderBy('id').execute();
   return rows.map((r) => r.id);
