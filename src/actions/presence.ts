@@ -61,7 +61,8 @@ export async function doUpdateUserPresence(services: ActionServices, realm: Real
       });
     }
     if (!row || becameOnline) {
-      const audience = await fetchActiveUserIds(tx, realm.id);
+      // One more than the limit tells whether the organization is over it, without reading everyone.
+      const audience = await fetchActiveUserIds(tx, realm.id, USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS + 1);
       if (audience.length > USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS) return;
       const active_ = lastActive ?? user.date_joined;
       const event = {

@@ -96,9 +96,11 @@ export async function fetchActiveHumanIdSet(db: Tx, realmId: number): Promise<Se
   return new Set(rows.map((r) => r.id));
 }
 
-export async function fetchActiveUserIds(db: Tx, realmId: number): Promise<number[]> {
-  const rows = await db.selectFrom('users').select('id').where('realm_id', '=', realmId).where('is_active', '=', 1).orderBy('id').execute();
-  return rows.map((r) => r.id);
+/** An organization's active users (at most `limit` of them, the first by ID, when given). */
+export async function fetchActiveUserIds(db: Tx, realmId: number, limit?: number): Promise<number[]> {
+  let q = db.selectFrom('users').select('id').where('realm_id', '=', realmId).where('is_active', '=', 1).orderBy('id');
+  if (limit !== undefined) q = q.limit(limit);
+  return (await q.execute()).map((r) => r.id);
 }
 
 export async function fetchActiveUserRoles(db: Tx, realmId: number): Promise<{ id: number; role: number }[]> {
