@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachDatabase, type TestServer } from '../helpers/server.js';
+import { stringifyJson } from '../../src/lib/raw_json.js';
 import { err, ok } from '../helpers/assert.js';
 import { assertConforms, assertEventConforms, assertMatchesComponent } from '../helpers/openapi.js';
 import { captureEvents, recipientIds } from '../helpers/bus.js';
@@ -44,13 +45,15 @@ function registerOptions(extra: Partial<RegisterOptions> = {}): RegisterOptions 
 }
 
 async function registerState(s: TestServer, user: User, extra: Partial<RegisterOptions> = {}, types?: string[]): Promise<any> {
-  return fetchStreamsState({
+  const state = await fetchStreamsState({
     services: s.app.services,
     realm: s.realm,
     user,
     options: registerOptions(extra),
     want: (t) => !types || types.includes(t),
   });
+  // As it goes on the wire: parts of it are already serialized (RawJson).
+  return JSON.parse(stringifyJson(state));
 }
 
 forEachDatabase('channels', (server) => {

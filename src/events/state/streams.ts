@@ -3,7 +3,8 @@ import { fetchRealmStreams } from '../../db/repos/streams.js';
 import { fetchDefaultStreamIdsCached } from '../../db/cached.js';
 import { fetchRealmSubscriberIds, fetchUserSubscriptionRows } from '../../db/repos/subscriptions.js';
 import { ChannelCaller, channelCreationRights } from '../../lib/access/streams.js';
-import { fetchStreamFormatContext, formatNeverSubscribed, formatStream, formatSubscription } from '../../lib/format/streams.js';
+import { fetchRealmStreamJsonCached, fetchStreamFormatContext, formatNeverSubscribed, formatStream, formatSubscription } from '../../lib/format/streams.js';
+import { RawJson } from '../../lib/raw_json.js';
 import { isAdmin } from '../../lib/roles.js';
 import { MAX_STREAM_DESCRIPTION_LENGTH, MAX_STREAM_NAME_LENGTH } from '../../version.js';
 import type { StateFetcher } from './types.js';
@@ -48,22 +49,25 @@ export const fetchStreamsState: StateFetcher = async (ctx) => {
 
   // include_subscribers="partial" gets full lists: the server may always send `subscribers`.
   const subscribers = wantSubs && options.includeSubscribers !== false ? await fetchRealmSubscriberIds(db, realm.id) : undefined;
-  const fmt = await fetchStreamFormatContext(db, realm.id, visible, subscribers);
+  const sorted = [...visible].sort(byName);
+  const mine = sorted.filter((s) => subOf.has(s.id));
+  // Channels without the user's subscription are the same for everyone: their JSON is cached.
+  const cached = await fetchRealmStreamJsonCached(db, realm.id);
+  const complete = visible.every((s) => cached.has(s.id));
+  const fmt = await fetchStreamFormatContext(db, realm.id, subscribers || !complete ? visible : mine, subscribers);
   const list = (s: Stream): number[] | undefined => (subscribers ? (subscribers.get(s.id) ?? []) : undefined);
+  const basic = (channels: Stream[]): RawJson => new RawJson(`[${channels.map((s) => cached.get(s.id) ?? JSON.stringify(formatStream(s, fmt))).join(',')}]`);
 
   if (wantSubs) {
-    const sorted = [...visible].sort(byName);
-    out.subscriptions = sorted.filter(subscribed).map((s) => formatSubscription(s, subOf.get(s.id)!, fmt, list(s)));
-    out.unsubscribed = sorted.filter((s) => subOf.has(s.id) && !subscribed(s)).map((s) => formatSubscription(s, subOf.get(s.id)!, fmt, list(s)));
-    out.never_subscribed = sorted.filter((s) => !subOf.has(s.id)).map((s) => formatNeverSubscribed(s, fmt, list(s)));
+    out.subscriptions = mine.filter(subscribed).map((s) => formatSubscription(s, subOf.get(s.id)!, fmt, list(s)));
+    out.unsubscribed = mine.filter((s) => !subscribed(s)).map((s) => formatSubscription(s, subOf.get(s.id)!, fmt, list(s)));
+    const never = sorted.filter((s) => !subOf.has(s.id));
+    out.never_subscribed = subscribers ? never.map((s) => formatNeverSubscribed(s, fmt, list(s))) : basic(never);
   }
   if (wantStreams) {
     // Zulip's do_get_streams(include_web_public=True, include_all=is_admin): public, subscribed
     // and web-public channels; administrators also see every private channel.
-    out.streams = visible
-      .filter((s) => isAdmin(user) || !s.invite_only || subscribed(s) || !!s.is_web_public)
-      .sort(byName)
-      .map((s) => formatStream(s, fmt));
+    out.streams = basic(sorted.filter((s) => isAdmin(user) || !s.invite_only || subscribed(s) || !!s.is_web_public));
   }
   return out;
 };

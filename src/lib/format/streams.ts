@@ -2,6 +2,8 @@ import type { Tx } from '../../db/index.js';
 import type { Stream, Subscription } from '../../db/tables.js';
 import { countSubscribersByStream } from '../../db/repos/subscriptions.js';
 import { countSubscribersCached, fetchSystemGroupsCached } from '../../db/cached.js';
+import { cachedRead } from '../../db/cache.js';
+import { fetchRealmStreams } from '../../db/repos/streams.js';
 import { fetchUsersByIds } from '../../db/repos/users.js';
 import { normalizeGroupSettingValue, type GroupSettingValue } from '../group_settings.js';
 import { renderMarkdown } from '../markdown/index.js';
@@ -111,6 +113,23 @@ export function formatStream(stream: Stream, ctx: StreamFormatContext): BasicCha
   for (const name of CHANNEL_PERMISSIONS) out[name] = formatGroupSettingValue(perms[name], ctx.isActiveUser);
   return out;
 }
+
+/**
+ * Every channel of an organization (archived ones included) as its BasicChannel JSON, cached:
+ * a register in an organization of thousands of channels sends nearly all of them twice
+ * (`streams` and `never_subscribed`), the same for everyone. Depends on what formatStream
+ * reads: the channel rows, subscriber counts, system groups and users' activity.
+ */
+export const fetchRealmStreamJsonCached = cachedRead(
+  'realm_stream_json',
+  ['streams', 'subscriptions', 'users', 'user_groups'],
+  (realmId: number) => String(realmId),
+  async (db: Tx, realmId: number): Promise<Map<number, string>> => {
+    const streams = await fetchRealmStreams(db, realmId, true);
+    const ctx = await fetchStreamFormatContext(db, realmId, streams);
+    return new Map(streams.map((s) => [s.id, JSON.stringify(formatStream(s, ctx))]));
+  },
+);
 
 const nullableFlag = (v: number | null): boolean | null => (v === null ? null : !!v);
 
