@@ -159,30 +159,27 @@ export class BenchServer {
 
   /** SIGTERM (graceful: the profile, when --cpu-prof is on, is written at exit), then SIGKILL. */
   async stop(): Promise<void> {
-    const child = this.child;
-    if (!child) return;
-    this.child = null;
-    if (child.exitCode === null && child.signalCode === null) {
-      const done = new Promise<void>((r) => child.once('exit', () => r()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      await done;
-      clearTimeout(timer);
-    }
+    await this.end('SIGTERM');
     // Queues persisted at shutdown would be restored by the next scenario's server.
     rmSync(join(this.target.dataDir, 'event_queues.json'), { force: true });
   }
 
   /** SIGKILL, as a crash: nothing is written at exit (its queues are lost). */
   async kill(): Promise<void> {
+    await this.end('SIGKILL');
+  }
+
+  /** Sends `signal` and waits for the exit (SIGKILL after 30 s). */
+  private async end(signal: NodeJS.Signals): Promise<void> {
     const child = this.child;
     if (!child) return;
     this.child = null;
-    if (child.exitCode === null && child.signalCode === null) {
-      const done = new Promise<void>((r) => child.once('exit', () => r()));
-      child.kill('SIGKILL');
-      await done;
-    }
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const done = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    await done;
+    clearTimeout(timer);
   }
 
   lastOutput(): string {
