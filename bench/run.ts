@@ -89,7 +89,7 @@ const FULL: SeedSizes & Plan = {
   stormPeople: 19_000,
   stormTimeoutMs: 300_000,
   costPeople: 2_000,
-  costSendIntervalSeconds: 60,
+  costSendIntervalSeconds: 300,
   costWindowMs: 60_000,
 };
 
