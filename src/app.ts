@@ -99,7 +99,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const queues = createQueueManager(config, events, fastify.log, databaseId);
   await queues.start();
   const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config, databaseId) };
+  // As Zulip: the push notification service when configured, else the operator's own FCM/APNs credentials.
   if (config.pushBouncer.url) services.push = new (await import('./lib/push/bouncer.js')).BouncerPushSender(config, db, fastify.log);
+  else if (config.fcm.credentialsPath || config.apns.keyFile) services.push = (await import('./lib/push/direct.js')).directPushSender(config, fastify.log) ?? undefined;
   const outgoingWebhooks = new OutgoingWebhookWorker(services);
   services.outgoingWebhooks = outgoingWebhooks;
   // Request logging needs every request to go through Fastify.
@@ -155,6 +157,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await scheduler?.stop();
       await thumbnailer?.stop();
       await notifications?.stop();
+      services.push?.close?.();
       await ldapSync?.stop();
       await outgoingWebhooks.stop();
       await queues.close();

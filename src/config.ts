@@ -71,6 +71,13 @@ export interface Config {
   /** Zulip's push notification service: its URL (null: not used) and this server's identity with it. */
   pushBouncer: { url: string | null; orgId: string | null; orgKey: string | null };
   /**
+   * Direct delivery for an operator's own app build (when no bouncer is configured): Firebase
+   * Cloud Messaging's HTTP v1 API with a service-account key file, and APNs with a token (.p8)
+   * key. `tokenUri` (null: the key file's token_uri) and the URLs can point at other hosts.
+   */
+  fcm: { credentialsPath: string | null; tokenUri: string | null; url: string };
+  apns: { keyFile: string | null; keyId: string | null; teamId: string | null; url: string; caFile: string | null };
+  /**
    * The email gateway (Zulip's email mirror). `domain` is the part after the @ of channel and
    * notification-reply addresses (no domain: GET /streams/{id}/email_address answers "", as Zulip
    * does without EMAIL_GATEWAY_PATTERN); `port` is where this process accepts SMTP for them
@@ -257,6 +264,18 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       url: e.PUSH_NOTIFICATION_BOUNCER_URL?.trim().replace(/\/+$/, '') || null,
       orgId: e.ZULIP_ORG_ID?.trim() || null,
       orgKey: e.ZULIP_ORG_KEY?.trim() || null,
+    },
+    fcm: {
+      credentialsPath: e.ANDROID_FCM_CREDENTIALS_PATH?.trim() || null,
+      tokenUri: e.PARLEY_FCM_TOKEN_URI?.trim() || null,
+      url: (e.PARLEY_FCM_URL?.trim() || 'https://fcm.googleapis.com').replace(/\/+$/, ''),
+    },
+    apns: {
+      keyFile: e.APNS_TOKEN_KEY_FILE?.trim() || null,
+      keyId: e.APNS_TOKEN_KEY_ID?.trim() || null,
+      teamId: e.APNS_TEAM_ID?.trim() || null,
+      url: (e.PARLEY_APNS_URL?.trim() || (e.APNS_SANDBOX === 'true' ? 'https://api.sandbox.push.apple.com' : 'https://api.push.apple.com')).replace(/\/+$/, ''),
+      caFile: e.PARLEY_APNS_CA_FILE?.trim() || null,
     },
     notifications: {
       enabled: (e.PARLEY_NOTIFICATIONS ?? 'on') !== 'off',

@@ -29,8 +29,8 @@ export interface PushSendResult {
 }
 
 /**
- * Where notifications go. A deployment plugs a real gateway (APNs/FCM, or Zulip's push
- * bouncer) in by setting `services.push`. `send` may throw when the service cannot be reached;
+ * Where notifications go. A deployment plugs a real gateway (APNs/FCM directly, lib/push/direct.ts,
+ * or Zulip's push bouncer) in by setting `services.push`. `send` may throw when the service cannot be reached;
  * the notification worker then leaves the notification to be tried again.
  */
 export interface PushSender {
@@ -40,6 +40,8 @@ export interface PushSender {
   /** Services that keep their own device registry (Zulip's bouncer) learn of devices here. */
   registerDevice?(realmId: number, userId: number, device: PushDevice): Promise<void>;
   unregisterDevice?(realmId: number, userId: number, device: Pick<PushDevice, 'kind' | 'token'>): Promise<void>;
+  /** Releases connections the sender keeps open (APNs' HTTP/2 connection). */
+  close?(): void;
 }
 
 /** The default: notifications are written to the log, so development shows what would be sent. */
