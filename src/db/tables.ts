@@ -271,6 +271,8 @@ export interface ClientDeviceTable {
   pending_push_token_id: string | null;
   push_token_last_updated_timestamp: number | null;
   push_registration_error_code: string | null;
+  push_key: string | null;
+  push_token_kind: string | null;
   date_created: number;
 }
 
