@@ -297,6 +297,24 @@ forEachDatabase(
       const expired = (ok(await othello.client.post('/register', { fetch_event_types: JSON.stringify(['device']) })).devices as Record<string, Record<string, unknown>>)[String(device)]!;
       assert.equal(expired.push_token_id, null);
     });
+
+    test('marking a topic, or everything, read takes the phone\'s notifications back', async () => {
+      const { hamlet, othello } = s.cast;
+      const before = of('push/notify').length;
+      const dm = ok(await hamlet.client.post('/messages', { type: 'private', to: JSON.stringify([othello.user.id]), content: 'one' })).id as number;
+      const mention = ok(await hamlet.client.post('/messages', { type: 'stream', to: 'bounced', topic: 'later', content: '@**Othello, the Moor of Venice** two' })).id as number;
+      await waitFor('both notify requests', () => of('push/notify').length === before + 2);
+      const removals = () => of('push/notify').slice(before + 2).map((r) => (r.body.gcm_payload as Record<string, unknown>).zulip_message_ids);
+      const streamId = ok(await othello.client.get('/get_stream_id', { stream: 'bounced' })).stream_id as number;
+      ok(await othello.client.post('/mark_topic_as_read', { stream_id: streamId, topic_name: 'later' }));
+      await waitFor('the topic\'s removal', () => removals().length === 1);
+      ok(await othello.client.post('/mark_all_as_read'));
+      await waitFor('the removal of the rest', () => removals().length === 2);
+      assert.equal(removals()[0], String(mention));
+      // Everything still showing goes, earlier tests' unread notifications too.
+      const rest = String(removals()[1]).split(',').map(Number);
+      assert.ok(rest.includes(dm) && !rest.includes(mention), String(rest));
+    });
   },
   { pushBouncer: { url: bouncerUrl, orgId: null, orgKey: null }, notifications: { ...base.notifications, enabled: true, intervalMs: 300 } },
 );
