@@ -22,6 +22,7 @@ import { NotificationWorker } from './workers/notifications.js';
 import type { EmailGatewayServer } from './workers/email_gateway.js';
 import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
 import { ThumbnailWorker } from './workers/thumbnails.js';
+import { DigestWorker } from './workers/digests.js';
 import { LdapSyncWorker } from './workers/ldap_sync.js';
 
 export interface App {
@@ -136,6 +137,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.notifications = notifications;
     notifications.start();
   }
+  const digests = config.digests.enabled ? new DigestWorker(services, config.digests.intervalMs) : null;
+  digests?.start();
   const ldapSync = config.ldap && config.ldap.syncIntervalMinutes > 0 ? new LdapSyncWorker(services, config.ldap) : null;
   ldapSync?.start();
   // Loaded only where configured: its MIME parser costs every other start for nothing.
@@ -157,6 +160,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await scheduler?.stop();
       await thumbnailer?.stop();
       await notifications?.stop();
+      await digests?.stop();
       services.push?.close?.();
       await ldapSync?.stop();
       await outgoingWebhooks.stop();

@@ -68,6 +68,8 @@ export interface Config {
   scheduler: { enabled: boolean; intervalMs: number };
   thumbnailer: { enabled: boolean; intervalMs: number };
   notifications: { enabled: boolean; intervalMs: number };
+  /** Digest emails: whether this process sends them, and how often it looks whose digest day it is. */
+  digests: { enabled: boolean; intervalMs: number };
   /** Zulip's push notification service: its URL (null: not used) and this server's identity with it. */
   pushBouncer: { url: string | null; orgId: string | null; orgKey: string | null };
   /**
@@ -280,6 +282,10 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     notifications: {
       enabled: (e.PARLEY_NOTIFICATIONS ?? 'on') !== 'off',
       intervalMs: int(e.PARLEY_NOTIFICATIONS_INTERVAL_MS, 10_000),
+    },
+    digests: {
+      enabled: (e.PARLEY_DIGESTS ?? 'on') !== 'off',
+      intervalMs: int(e.PARLEY_DIGESTS_INTERVAL_MS, 3_600_000),
     },
     emailGateway: {
       domain: e.PARLEY_EMAIL_GATEWAY_DOMAIN?.trim().toLowerCase() || null,

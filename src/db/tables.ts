@@ -276,6 +276,11 @@ export interface ClientDeviceTable {
   date_created: number;
 }
 
+export interface DigestEmailSentTable {
+  user_id: number;
+  sent_at: number;
+}
+
 export interface ExternalTokenTable {
   user_id: number;
   provider: string;
@@ -544,6 +549,7 @@ export interface DB {
   invites: InviteTable;
   push_devices: PushDeviceTable;
   client_devices: ClientDeviceTable;
+  digest_emails_sent: DigestEmailSentTable;
   external_tokens: ExternalTokenTable;
   default_streams: DefaultStreamTable;
   linkifiers: LinkifierTable;

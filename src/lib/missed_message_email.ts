@@ -20,14 +20,14 @@ import { realmIconUrl, realmUrl } from './urls.js';
 import { userSettings } from './user_settings.js';
 
 /** Every email's templates: templates/email/, one base layout per format (Eta, escaping by default). */
-const eta = new Eta({ views: join(PROJECT_ROOT, 'templates', 'email'), cache: true, autoTrim: false });
+export const eta = new Eta({ views: join(PROJECT_ROOT, 'templates', 'email'), cache: true, autoTrim: false });
 
 const UNSUBSCRIBE_PURPOSE = 'unsubscribe';
 
-/** Zulip's one_click_unsubscribe_link for missed-message emails: a signed link that needs no login. */
-export async function unsubscribeUrl(services: Services, realm: Realm, userId: number): Promise<string> {
-  const token = await signObject(services.db, UNSUBSCRIBE_PURPOSE, { u: userId, t: 'missed_messages' });
-  return `${realmUrl(services.config, realm)}/accounts/unsubscribe/missed_messages/${token}`;
+/** Zulip's one_click_unsubscribe_link: a signed link that needs no login, for one kind of email (missed_messages, digest). */
+export async function unsubscribeUrl(services: Services, realm: Realm, userId: number, type: 'missed_messages' | 'digest' = 'missed_messages'): Promise<string> {
+  const token = await signObject(services.db, UNSUBSCRIBE_PURPOSE, { u: userId, t: type });
+  return `${realmUrl(services.config, realm)}/accounts/unsubscribe/${type}/${token}`;
 }
 
 /** The user an unsubscribe token was made for, or null when it was altered. */
@@ -37,7 +37,7 @@ export async function unsubscribeTokenUser(services: Services, type: string, tok
 }
 
 /** Zulip's hash_util_encode for narrow URLs. */
-function encodeHashComponent(s: string): string {
+export function encodeHashComponent(s: string): string {
   return encodeURIComponent(s)
     .replace(/[!'()*.]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
     .replace(/%/g, '.');
