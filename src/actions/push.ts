@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { now, transaction } from '../db/index.js';
 import type { Realm, User } from '../db/tables.js';
 import { deletePushDevice, fetchPushDevice, fetchPushDevicesForUsers, insertPushDevice, type PushDeviceRow } from '../db/repos/push_devices.js';
@@ -173,6 +174,27 @@ export async function doRegisterPushDevice(services: ActionServices, realm: Real
     return;
   }
   await updateDevicePush(services, realm, user, device.id, { push_token_id: reg.token.tokenId, pending_push_token_id: null }, { push_token_id: reg.token.tokenId, pending_push_token_id: null });
+  await removeLegacyRegistrations(services, user, reg.token.tokenId);
+}
+
+/**
+ * Zulip (feature level 483): once a token is registered for encrypted notifications, the
+ * user's older registration of the same token (its token_id is the first 8 bytes of the
+ * token's SHA-256) is removed, here and at the push service, so the phone is not told twice.
+ * The service not answering leaves its copy; the local one is gone either way.
+ */
+async function removeLegacyRegistrations(services: ActionServices, user: User, tokenId: string): Promise<void> {
+  const rows = (await fetchPushDevicesForUsers(services.db.kysely, [user.id])).filter((r) => createHash('sha256').update(r.token).digest().subarray(0, 8).toString('base64') === tokenId);
+  for (const row of rows) {
+    await transaction(services.db, (tx) => deletePushDevice(tx, row.id));
+    const sender = pushSender(services);
+    if (!sender.unregisterDevice) continue;
+    try {
+      await sender.unregisterDevice(user.realm_id, user.id, { kind: row.kind as PushDeviceKind, token: row.token });
+    } catch (err) {
+      services.log.warn({ err }, 'push service did not remove a legacy registration');
+    }
+  }
 }
 
 export function e2eeDevice(row: ClientDeviceRow): E2eeDevice {

@@ -241,7 +241,11 @@ forEachDatabase(
       err(await hamlet.client.post('/mobile_push/register', reg), 400, 'BAD_REQUEST', 'Invalid device ID');
       err(await othello.client.post('/mobile_push/e2ee/test_notification', { device_id: device }), 400, 'NO_ACTIVE_PUSH_DEVICE', 'No active registered push device');
 
+      // The same phone's older registration of this token is replaced by the encrypted one.
+      ok(await othello.client.post('/users/me/android_gcm_reg_id', { token: 'fcm-e2ee-token' }));
       ok(await othello.client.post('/mobile_push/register', reg));
+      assert.ok(!(await fetchPushDevicesForUsers(s.app.services.db.kysely, [othello.user.id])).some((d) => d.token === 'fcm-e2ee-token'));
+      assert.equal(of('push/unregister').at(-1)!.body.token, 'fcm-e2ee-token');
       const [forwarded] = of('push/e2ee/register');
       assert.deepEqual(forwarded!.body, { realm_uuid: of('push/register')[0]!.body.realm_uuid, token_id: tokenId, encrypted_push_registration: 'c2VhbGVk', bouncer_public_key: 'current-key' });
       assert.equal(forwarded!.auth, identity);
