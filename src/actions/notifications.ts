@@ -22,7 +22,8 @@ import { fetchUserTopicsForTopic } from '../db/repos/user_topics.js';
 import { fetchUserById, fetchUsersByIds } from '../db/repos/users.js';
 import type { Mailer } from '../lib/email.js';
 import { FLAG_BITS } from '../lib/message_flags.js';
-import { sendMissedMessageEmails } from '../lib/missed_message_email.js';
+import { mentionedUserGroup, sendMissedMessageEmails } from '../lib/missed_message_email.js';
+import { loadGroupMembership } from '../lib/group_settings.js';
 import { isIdle, notificationTriggers, type NotificationTrigger, type RecipientFacts } from '../lib/notification_data.js';
 import { pushSender } from '../lib/push/notify.js';
 import { formatApnsPayload, formatPushPayload, formatRemovePayloads } from '../lib/push/payload.js';
@@ -187,14 +188,16 @@ async function deliverPush(services: Services, userId: number, rows: readonly No
     for (const id of (m.dm_key ?? '').split(',').filter(Boolean)) peopleIds.add(Number(id));
   }
   const people = new Map((await fetchUsersByIds(db, realm.id, [...peopleIds])).map((u) => [u.id, u]));
+  const groups = rows.some((r) => r.trigger === 'mentioned') ? await loadGroupMembership(db, realm.id) : null;
   for (const row of rows) {
     const message: Message | undefined = messages.get(row.message_id);
     const from = message && people.get(message.sender_id);
     if (!message || !from) continue;
     const streamName = message.stream_id === null ? null : ((await fetchStreamById(db, realm.id, message.stream_id))?.name ?? null);
     const groupNames = message.dm_key === null ? null : message.dm_key.split(',').map((id) => people.get(Number(id))?.full_name ?? '');
-    const pm = { message, sender: from, streamName, groupNames };
     const trigger = row.trigger as NotificationTrigger;
+    const mentionedGroup = trigger === 'mentioned' && groups ? mentionedUserGroup([message], userId, groups) : null;
+    const pm = { message, sender: from, streamName, groupNames, mentionedGroup };
     const payload = formatPushPayload(services.config, realm, userId, pm);
     if (devices.length) {
       const result = await sender.send({ userId, realmId: realm.id, devices, payload, apns: formatApnsPayload(services.config, realm, userId, pm, trigger), gcmOptions: { priority: 'high' } });

@@ -59,23 +59,22 @@ function mentionsIn(html: string): { userIds: Set<number>; groupIds: Set<number>
 }
 
 /**
- * Zulip's get_mentioned_user_group: when the user was mentioned only through groups (a
- * personal mention in any of the messages takes precedence), the smallest mentioned group
- * that contains them, named in the email's footer.
+ * Zulip's get_mentioned_user_group: when the user was mentioned in these messages only through
+ * groups (a personal mention in any of them takes precedence), the smallest mentioned group
+ * that contains them.
  */
-function mentionedUserGroupName(messages: readonly Message[], rows: readonly NotificationOutboxRow[], userId: number, groups: GroupMembership): string | null {
-  let best: { name: string; size: number } | null = null;
+export function mentionedUserGroup(messages: readonly Pick<Message, 'rendered_content'>[], userId: number, groups: GroupMembership): { id: number; name: string } | null {
+  let best: { id: number; name: string; size: number } | null = null;
   for (const m of messages) {
-    if (rows.find((r) => r.message_id === m.id)?.trigger !== 'mentioned') continue;
     const { userIds, groupIds } = mentionsIn(m.rendered_content);
     if (userIds.has(userId)) return null;
     for (const id of groupIds) {
       const members = groups.members(id);
       const name = groups.byId.get(id)?.name;
-      if (name !== undefined && members.has(userId) && (best === null || members.size < best.size)) best = { name, size: members.size };
+      if (name !== undefined && members.has(userId) && (best === null || members.size < best.size)) best = { id, name, size: members.size };
     }
   }
-  return best?.name ?? null;
+  return best && { id: best.id, name: best.name };
 }
 
 /** Why the email was sent: the footer of Zulip's missed_message template, its cases in its order (none for direct messages). */
@@ -194,7 +193,7 @@ export async function sendMissedMessageEmails(services: Services, mailer: Mailer
       narrowUrl,
       settingsUrl: `${base}/#settings/notifications`,
       unsubscribeUrl: unsubscribe,
-      reason: reasonText(new Set(c.rows.map((r) => r.trigger)), mentionedUserGroupName(c.messages, c.rows, user.id, groups), channel, topic),
+      reason: reasonText(new Set(c.rows.map((r) => r.trigger)), mentionedUserGroup(c.messages.filter((m) => c.rows.find((r) => r.message_id === m.id)?.trigger === 'mentioned'), user.id, groups)?.name ?? null, channel, topic),
       groups: [
         {
           header,

@@ -170,6 +170,11 @@ forEachDatabase(
       assert.equal(mail.subject, `[resolved] #notified > launch [${s.realm.name}]`);
       assert.match(mail.text!, /You are receiving this because @support was mentioned\./);
       assert.match(mail.html as string, /You are receiving this because @support was mentioned\./);
+      // The push names the group too (Zulip's mentioned_user_group_* and APNs subtitle).
+      const push = pushesFor(othello.user.id).at(-1)!;
+      assert.deepEqual([push.payload.mentioned_user_group_name, push.payload.topic], ['support', '\u2714 launch']);
+      assert.equal(typeof push.payload.mentioned_user_group_id, 'number');
+      assert.equal((push.apns.alert as { subtitle: string }).subtitle, 'King Hamlet mentioned @support:');
       ok(await othello.client.patch('/settings', { realm_name_in_email_notifications_policy: 1 }));
     });
 

@@ -67,6 +67,10 @@ export function formatE2eeMessagePayload(config: Config, realm: Realm, userId: n
     const participants = (m.message.dm_key ?? '').split(',').filter(Boolean).map(Number);
     if (participants.length > 2) data.pm_users = participants.sort((a, b) => a - b).join(',');
   }
+  if (m.mentionedGroup) {
+    data.mentioned_user_group_id = m.mentionedGroup.id;
+    data.mentioned_user_group_name = m.mentionedGroup.name;
+  }
   return data;
 }
 
