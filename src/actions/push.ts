@@ -125,6 +125,8 @@ export function checkRegisterPushDevice(
   };
   const withKey = given(keyFields) || device.push_key === null;
   const withToken = given(tokenFields) || device.push_key === null;
+  // A registered device sends one group or both: a request with neither changes nothing.
+  if (!withKey && !withToken) throw missingParam('push_key');
   if (withKey) complete(keyFields);
   if (withToken) complete(tokenFields);
   if (withKey) {

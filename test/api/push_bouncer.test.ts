@@ -293,6 +293,7 @@ forEachDatabase(
       ok(await othello.client.post('/mobile_push/register', { device_id: device, token_kind: 'fcm', token_id: 'AAAAAAAAAAA=', bouncer_public_key: 'retired-key', encrypted_push_registration: 'c2VhbGVk' }));
       const after = (ok(await othello.client.post('/register', { fetch_event_types: JSON.stringify(['device']) })).devices as Record<string, Record<string, unknown>>)[String(device)]!;
       assert.deepEqual([after.push_token_id, after.pending_push_token_id, after.push_registration_error_code], [tokenId, 'AAAAAAAAAAA=', 'INVALID_BOUNCER_PUBLIC_KEY']);
+      err(await othello.client.post('/mobile_push/register', { device_id: device }), 400, 'REQUEST_VARIABLE_MISSING', "Missing 'push_key' argument");
 
       // The service reports the token expired: the device loses it.
       nextNotify.deleteTokenIds = [tokenId];
