@@ -22,6 +22,7 @@ import { NotificationWorker } from './workers/notifications.js';
 import type { EmailGatewayServer } from './workers/email_gateway.js';
 import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
 import { ThumbnailWorker } from './workers/thumbnails.js';
+import { DigestWorker } from './workers/digests.js';
 import { LdapSyncWorker } from './workers/ldap_sync.js';
 
 export interface App {
@@ -99,7 +100,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const queues = createQueueManager(config, events, fastify.log, databaseId);
   await queues.start();
   const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config, databaseId) };
+  // As Zulip: the push notification service when configured, else the operator's own FCM/APNs credentials.
   if (config.pushBouncer.url) services.push = new (await import('./lib/push/bouncer.js')).BouncerPushSender(config, db, fastify.log);
+  else if (config.fcm.credentialsPath || config.apns.keyFile) services.push = (await import('./lib/push/direct.js')).directPushSender(config, fastify.log) ?? undefined;
   const outgoingWebhooks = new OutgoingWebhookWorker(services);
   services.outgoingWebhooks = outgoingWebhooks;
   // Request logging needs every request to go through Fastify.
@@ -134,6 +137,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.notifications = notifications;
     notifications.start();
   }
+  const digests = config.digests.enabled ? new DigestWorker(services, config.digests.intervalMs) : null;
+  digests?.start();
   const ldapSync = config.ldap && config.ldap.syncIntervalMinutes > 0 ? new LdapSyncWorker(services, config.ldap) : null;
   ldapSync?.start();
   // Loaded only where configured: its MIME parser costs every other start for nothing.
@@ -155,6 +160,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await scheduler?.stop();
       await thumbnailer?.stop();
       await notifications?.stop();
+      await digests?.stop();
+      services.push?.close?.();
       await ldapSync?.stop();
       await outgoingWebhooks.stop();
       await queues.close();

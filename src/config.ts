@@ -68,8 +68,17 @@ export interface Config {
   scheduler: { enabled: boolean; intervalMs: number };
   thumbnailer: { enabled: boolean; intervalMs: number };
   notifications: { enabled: boolean; intervalMs: number };
+  /** Digest emails: whether this process sends them, and how often it looks whose digest day it is. */
+  digests: { enabled: boolean; intervalMs: number };
   /** Zulip's push notification service: its URL (null: not used) and this server's identity with it. */
   pushBouncer: { url: string | null; orgId: string | null; orgKey: string | null };
+  /**
+   * Direct delivery for an operator's own app build (when no bouncer is configured): Firebase
+   * Cloud Messaging's HTTP v1 API with a service-account key file, and APNs with a token (.p8)
+   * key. `tokenUri` (null: the key file's token_uri) and the URLs can point at other hosts.
+   */
+  fcm: { credentialsPath: string | null; tokenUri: string | null; url: string };
+  apns: { keyFile: string | null; keyId: string | null; teamId: string | null; url: string; caFile: string | null };
   /**
    * The email gateway (Zulip's email mirror). `domain` is the part after the @ of channel and
    * notification-reply addresses (no domain: GET /streams/{id}/email_address answers "", as Zulip
@@ -258,9 +267,25 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       orgId: e.ZULIP_ORG_ID?.trim() || null,
       orgKey: e.ZULIP_ORG_KEY?.trim() || null,
     },
+    fcm: {
+      credentialsPath: e.ANDROID_FCM_CREDENTIALS_PATH?.trim() || null,
+      tokenUri: e.PARLEY_FCM_TOKEN_URI?.trim() || null,
+      url: (e.PARLEY_FCM_URL?.trim() || 'https://fcm.googleapis.com').replace(/\/+$/, ''),
+    },
+    apns: {
+      keyFile: e.APNS_TOKEN_KEY_FILE?.trim() || null,
+      keyId: e.APNS_TOKEN_KEY_ID?.trim() || null,
+      teamId: e.APNS_TEAM_ID?.trim() || null,
+      url: (e.PARLEY_APNS_URL?.trim() || (e.APNS_SANDBOX === 'true' ? 'https://api.sandbox.push.apple.com' : 'https://api.push.apple.com')).replace(/\/+$/, ''),
+      caFile: e.PARLEY_APNS_CA_FILE?.trim() || null,
+    },
     notifications: {
       enabled: (e.PARLEY_NOTIFICATIONS ?? 'on') !== 'off',
       intervalMs: int(e.PARLEY_NOTIFICATIONS_INTERVAL_MS, 10_000),
+    },
+    digests: {
+      enabled: (e.PARLEY_DIGESTS ?? 'on') !== 'off',
+      intervalMs: int(e.PARLEY_DIGESTS_INTERVAL_MS, 3_600_000),
     },
     emailGateway: {
       domain: e.PARLEY_EMAIL_GATEWAY_DOMAIN?.trim().toLowerCase() || null,

@@ -80,7 +80,7 @@ import {
   type GroupPermissionConfig,
   type GroupSettingValue,
 } from '../lib/group_settings.js';
-import { fetchActivePushMessageIds, insertNotificationJobs, insertNotificationOutboxRows } from '../db/repos/notifications.js';
+import { fetchActivePushMessageIds, fetchAllActivePushMessageIds, insertNotificationJobs, insertNotificationOutboxRows } from '../db/repos/notifications.js';
 import { settlePendingPreviews } from './thumbnails.js';
 import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, isFlagName, sharedFlagsList, type FlagName } from '../lib/message_flags.js';
 import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
@@ -1035,17 +1035,21 @@ export async function doUpdateMessageFlags(services: ActionServices, realm: Real
       all: false,
     };
     if (change.flag === 'read' && change.op === 'remove') event.message_details = await unreadMessageDetails(tx, user.id, change.messages);
-    if (change.flag === 'read' && change.op === 'add') {
-      // Zulip's do_clear_mobile_push_notifications_for_ids: read here, taken back from the phone.
-      const showing = await fetchActivePushMessageIds(tx, user.id, existing);
-      if (showing.length) {
-        const at = now();
-        await insertNotificationOutboxRows(tx, showing.map((message_id) => ({ user_id: user.id, message_id, kind: 'remove', trigger: 'read', due_at: at })));
-        if (services.notifications) afterCommit(() => services.notifications!.wake());
-      }
-    }
+    if (change.flag === 'read' && change.op === 'add') await queueRemovePushes(services, tx, afterCommit, user.id, await fetchActivePushMessageIds(tx, user.id, existing));
     afterCommit(() => services.events.send(realm.id, event, [user.id]));
   });
+}
+
+/**
+ * Zulip's do_clear_mobile_push_notifications_for_ids: messages read here whose push
+ * notification still shows are taken back from the phone (a `remove` push, queued in the
+ * transaction that marks them read).
+ */
+async function queueRemovePushes(services: ActionServices, tx: Tx, afterCommit: (fn: () => void) => void, userId: number, showing: readonly number[]): Promise<void> {
+  if (showing.length === 0) return;
+  const at = now();
+  await insertNotificationOutboxRows(tx, showing.map((message_id) => ({ user_id: userId, message_id, kind: 'remove', trigger: 'read', due_at: at })));
+  if (services.notifications) afterCommit(() => services.notifications!.wake());
 }
 
 /** Zulip marks everything read in batches of this many, newest first. */
@@ -1058,6 +1062,8 @@ const MARK_ALL_READ_BATCH = 2000;
  */
 export async function doMarkAllAsRead(services: ActionServices, realm: Realm, user: User, timeBudgetMs: number): Promise<boolean> {
   const start = Date.now();
+  // Zulip takes the phone's notifications back first, in case the marking below runs out of time.
+  await transaction(services.db, async (tx, afterCommit) => queueRemovePushes(services, tx, afterCommit, user.id, await fetchAllActivePushMessageIds(tx, user.id)));
   for (;;) {
     if (Date.now() - start >= timeBudgetMs) return false;
     const n = await transaction(services.db, (tx) => markUnreadBatchRead(tx, user.id, MARK_ALL_READ_BATCH));
@@ -1073,6 +1079,7 @@ export async function doMarkStreamMessagesAsRead(services: ActionServices, realm
     const ids = await fetchUnreadIdsInStream(tx, user.id, streamId, topic === undefined ? undefined : topicKey(topic));
     if (ids.length === 0) return 0;
     await updateUserMessageFlag(tx, user.id, ids, FLAG_BITS.read, 'add');
+    await queueRemovePushes(services, tx, afterCommit, user.id, await fetchActivePushMessageIds(tx, user.id, ids));
     afterCommit(() =>
       services.events.send(realm.id, { type: 'update_message_flags', op: 'add', operation: 'add', flag: 'read', messages: ids, all: false }, [user.id]),
     );

@@ -19,13 +19,17 @@ import { fetchRealmById } from '../db/repos/realms.js';
 import { fetchStreamById } from '../db/repos/streams.js';
 import { fetchSubscriptionRows } from '../db/repos/subscriptions.js';
 import { fetchUserTopicsForTopic } from '../db/repos/user_topics.js';
-import { fetchUsersByIds } from '../db/repos/users.js';
+import { fetchUserById, fetchUsersByIds } from '../db/repos/users.js';
 import type { Mailer } from '../lib/email.js';
 import { FLAG_BITS } from '../lib/message_flags.js';
-import { sendMissedMessageEmails } from '../lib/missed_message_email.js';
+import { mentionedUserGroup, sendMissedMessageEmails } from '../lib/missed_message_email.js';
+import { loadGroupMembership } from '../lib/group_settings.js';
 import { isIdle, notificationTriggers, type NotificationTrigger, type RecipientFacts } from '../lib/notification_data.js';
 import { pushSender } from '../lib/push/notify.js';
 import { formatApnsPayload, formatPushPayload, formatRemovePayloads } from '../lib/push/payload.js';
+import { e2eePushRequests, formatE2eeMessagePayload, formatE2eeRemovePayload } from '../lib/push/e2ee.js';
+import { fetchE2eePushDevices } from '../db/repos/client_devices.js';
+import { doExpireE2eeTokens, e2eeDevice } from './push.js';
 import type { PushDeviceKind } from '../lib/push/sender.js';
 import { userSettings } from '../lib/user_settings.js';
 import { VISIBILITY_INHERIT } from '../lib/topics.js';
@@ -170,10 +174,13 @@ async function deliverOutbox(services: Services, mailer: Mailer, userId: number,
 
 async function deliverPush(services: Services, userId: number, rows: readonly NotificationOutboxRow[]): Promise<void> {
   const db = services.db.kysely;
+  const sender = pushSender(services);
   const devices = (await fetchPushDevicesForUsers(db, [userId])).map((d) => ({ kind: d.kind as PushDeviceKind, token: d.token, appId: d.app_id }));
-  if (devices.length === 0) return;
-  const user = (await db.selectFrom('users').select(['realm_id']).where('id', '=', userId).executeTakeFirst())!;
-  const realm = (await fetchRealmById(db, user.realm_id))!;
+  const e2ee = sender.sendE2ee ? await fetchE2eePushDevices(db, [userId]) : [];
+  if (devices.length === 0 && e2ee.length === 0) return;
+  const realmId = (await db.selectFrom('users').select(['realm_id']).where('id', '=', userId).executeTakeFirstOrThrow()).realm_id;
+  const user = (await fetchUserById(db, realmId, userId))!;
+  const realm = (await fetchRealmById(db, realmId))!;
   const messages = new Map((await fetchMessagesByIds(db, realm.id, rows.map((r) => r.message_id))).map((m) => [m.id, m]));
   const peopleIds = new Set<number>();
   for (const m of messages.values()) {
@@ -181,26 +188,28 @@ async function deliverPush(services: Services, userId: number, rows: readonly No
     for (const id of (m.dm_key ?? '').split(',').filter(Boolean)) peopleIds.add(Number(id));
   }
   const people = new Map((await fetchUsersByIds(db, realm.id, [...peopleIds])).map((u) => [u.id, u]));
-  const sender = pushSender(services);
+  const groups = rows.some((r) => r.trigger === 'mentioned') ? await loadGroupMembership(db, realm.id) : null;
   for (const row of rows) {
     const message: Message | undefined = messages.get(row.message_id);
     const from = message && people.get(message.sender_id);
     if (!message || !from) continue;
     const streamName = message.stream_id === null ? null : ((await fetchStreamById(db, realm.id, message.stream_id))?.name ?? null);
     const groupNames = message.dm_key === null ? null : message.dm_key.split(',').map((id) => people.get(Number(id))?.full_name ?? '');
-    const pm = { message, sender: from, streamName, groupNames };
     const trigger = row.trigger as NotificationTrigger;
-    const result = await sender.send({
-      userId,
-      realmId: realm.id,
-      devices,
-      payload: formatPushPayload(services.config, realm, userId, pm),
-      apns: formatApnsPayload(services.config, realm, userId, pm, trigger),
-      gcmOptions: { priority: 'high' },
-    });
+    const mentionedGroup = trigger === 'mentioned' && groups ? mentionedUserGroup([message], userId, groups) : null;
+    const pm = { message, sender: from, streamName, groupNames, mentionedGroup };
+    const payload = formatPushPayload(services.config, realm, userId, pm);
+    if (devices.length) {
+      const result = await sender.send({ userId, realmId: realm.id, devices, payload, apns: formatApnsPayload(services.config, realm, userId, pm, trigger), gcmOptions: { priority: 'high' } });
+      if (result?.droppedTokens.length) await deletePushDevicesByToken(db, result.droppedTokens);
+    }
+    if (e2ee.length) {
+      const data = formatE2eeMessagePayload(services.config, realm, userId, pm, String(payload.content));
+      const { deletedTokenIds } = await sender.sendE2ee!(realm.id, e2eePushRequests(e2ee.map(e2eeDevice), data, false));
+      if (deletedTokenIds.length) await doExpireE2eeTokens(services, realm, user, e2ee, deletedTokenIds);
+    }
     // Zulip's active_mobile_push_notification: reading the message later takes the notification back.
     await setActivePushFlag(db, userId, [message.id], true);
-    if (result?.droppedTokens.length) await deletePushDevicesByToken(db, result.droppedTokens);
   }
 }
 
@@ -211,13 +220,23 @@ async function deliverPush(services: Services, userId: number, rows: readonly No
 async function deliverRemoval(services: Services, userId: number, rows: readonly NotificationOutboxRow[]): Promise<void> {
   const db = services.db.kysely;
   const ids = rows.map((r) => r.message_id);
+  const sender = pushSender(services);
   const devices = (await fetchPushDevicesForUsers(db, [userId])).map((d) => ({ kind: d.kind as PushDeviceKind, token: d.token, appId: d.app_id }));
-  if (devices.length) {
-    const user = (await db.selectFrom('users').select(['realm_id']).where('id', '=', userId).executeTakeFirst())!;
-    const realm = (await fetchRealmById(db, user.realm_id))!;
-    const { gcm, apns } = formatRemovePayloads(services.config, realm, userId, ids);
-    const result = await pushSender(services).send({ userId, realmId: realm.id, devices, payload: gcm, apns, gcmOptions: { priority: 'normal' } });
-    if (result?.droppedTokens.length) await deletePushDevicesByToken(db, result.droppedTokens);
+  const e2ee = sender.sendE2ee ? await fetchE2eePushDevices(db, [userId]) : [];
+  if (devices.length || e2ee.length) {
+    const realmId = (await db.selectFrom('users').select(['realm_id']).where('id', '=', userId).executeTakeFirstOrThrow()).realm_id;
+    const user = (await fetchUserById(db, realmId, userId))!;
+    const realm = (await fetchRealmById(db, realmId))!;
+    if (devices.length) {
+      const { gcm, apns } = formatRemovePayloads(services.config, realm, userId, ids);
+      const result = await sender.send({ userId, realmId: realm.id, devices, payload: gcm, apns, gcmOptions: { priority: 'normal' } });
+      if (result?.droppedTokens.length) await deletePushDevicesByToken(db, result.droppedTokens);
+    }
+    if (e2ee.length) {
+      const data = formatE2eeRemovePayload(services.config, realm, userId, [...ids].sort((a, b) => a - b));
+      const { deletedTokenIds } = await sender.sendE2ee!(realm.id, e2eePushRequests(e2ee.map(e2eeDevice), data, true));
+      if (deletedTokenIds.length) await doExpireE2eeTokens(services, realm, user, e2ee, deletedTokenIds);
+    }
   }
   await setActivePushFlag(db, userId, ids, false);
 }

@@ -271,7 +271,14 @@ export interface ClientDeviceTable {
   pending_push_token_id: string | null;
   push_token_last_updated_timestamp: number | null;
   push_registration_error_code: string | null;
+  push_key: string | null;
+  push_token_kind: string | null;
   date_created: number;
+}
+
+export interface DigestEmailSentTable {
+  user_id: number;
+  sent_at: number;
 }
 
 export interface ExternalTokenTable {
@@ -542,6 +549,7 @@ export interface DB {
   invites: InviteTable;
   push_devices: PushDeviceTable;
   client_devices: ClientDeviceTable;
+  digest_emails_sent: DigestEmailSentTable;
   external_tokens: ExternalTokenTable;
   default_streams: DefaultStreamTable;
   linkifiers: LinkifierTable;

@@ -101,7 +101,8 @@ forEachDatabase(
       assert.match(mail.html as string, /<p>first <strong>news<\/strong><\/p>/);
       assert.match(mail.html as string, /King Hamlet/);
       assert.ok((mail.text ?? '').includes(`/#narrow/dm/${hamlet.user.id}-dm/near/${second}`), mail.text);
-      assert.match(mail.text!, /You are receiving this because you received a direct message\./);
+      // Zulip's footer gives no reason for a direct message.
+      assert.doesNotMatch(mail.text!, /You are receiving this/);
       assert.equal(mail.replyTo?.value[0]?.address, 'noreply@localhost');
       assert.match(unsubscribeLink(mail), /^http:\/\/localhost:\d+\/accounts\/unsubscribe\/missed_messages\/[\w.-]+$/);
       const db = s.app.services.db.kysely;
@@ -155,6 +156,26 @@ forEachDatabase(
       await sleep(3000);
       assert.equal(pushesFor(moderator.user.id).length, 2);
       assert.equal(mailsTo(moderator.user.delivery_email).length, 1);
+    });
+
+    test('email wording as Zulip\'s: a group mention names the group, a resolved topic is [resolved], the organization name ends the subject', async () => {
+      const { hamlet, othello } = s.cast;
+      ok(await hamlet.client.post('/user_groups/create', { name: 'support', description: 'Helpers', members: JSON.stringify([hamlet.user.id, othello.user.id]) }));
+      ok(await hamlet.client.post('/users/me/subscriptions', { subscriptions: JSON.stringify([{ name: 'notified' }]), principals: JSON.stringify([othello.user.id]) }));
+      ok(await othello.client.patch('/settings', { realm_name_in_email_notifications_policy: 2 }));
+      const before = mailsTo(othello.user.delivery_email).length;
+      ok(await hamlet.client.post('/messages', { type: 'stream', to: 'notified', topic: '\u2714 launch', content: '@*support* please check' }));
+      await waitFor('the email', () => mailsTo(othello.user.delivery_email).length === before + 1);
+      const mail = mailsTo(othello.user.delivery_email)[before]!;
+      assert.equal(mail.subject, `[resolved] #notified > launch [${s.realm.name}]`);
+      assert.match(mail.text!, /You are receiving this because @support was mentioned\./);
+      assert.match(mail.html as string, /You are receiving this because @support was mentioned\./);
+      // The push names the group too (Zulip's mentioned_user_group_* and APNs subtitle).
+      const push = pushesFor(othello.user.id).at(-1)!;
+      assert.deepEqual([push.payload.mentioned_user_group_name, push.payload.topic], ['support', '\u2714 launch']);
+      assert.equal(typeof push.payload.mentioned_user_group_id, 'number');
+      assert.equal((push.apns.alert as { subtitle: string }).subtitle, 'King Hamlet mentioned @support:');
+      ok(await othello.client.patch('/settings', { realm_name_in_email_notifications_policy: 1 }));
     });
 
     test('the unsubscribe link of an email turns missed-message emails off', async () => {

@@ -19,3 +19,24 @@ export async function fetchUserClientDevices(db: Tx, userId: number): Promise<Cl
 export async function deleteClientDevice(db: Tx, id: number): Promise<void> {
   await db.deleteFrom('client_devices').where('id', '=', id).execute();
 }
+
+export type ClientDevicePushUpdate = Partial<
+  Pick<ClientDeviceRow, 'push_key' | 'push_key_id' | 'push_token_id' | 'pending_push_token_id' | 'push_token_kind' | 'push_token_last_updated_timestamp' | 'push_registration_error_code'>
+>;
+
+export async function updateClientDevicePush(db: Tx, id: number, fields: ClientDevicePushUpdate): Promise<void> {
+  await db.updateTable('client_devices').set(fields).where('id', '=', id).execute();
+}
+
+/** Devices of these users that receive end-to-end encrypted notifications: a key and a registered token. */
+export async function fetchE2eePushDevices(db: Tx, userIds: readonly number[]): Promise<ClientDeviceRow[]> {
+  if (userIds.length === 0) return [];
+  return db
+    .selectFrom('client_devices')
+    .selectAll()
+    .where('user_id', 'in', [...userIds])
+    .where('push_key', 'is not', null)
+    .where('push_token_id', 'is not', null)
+    .orderBy('id')
+    .execute();
+}

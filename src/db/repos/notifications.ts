@@ -122,6 +122,22 @@ export async function setActivePushFlag(db: Tx, userId: number, messageIds: read
     .execute();
 }
 
+/** Zulip's cap on the push notifications mark-all-as-read takes back at once. */
+export const MAX_PUSHES_CLEARED = 10000;
+
+/** Messages of a user's whose push notification still shows, newest last (at most MAX_PUSHES_CLEARED). */
+export async function fetchAllActivePushMessageIds(db: Tx, userId: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('user_messages')
+    .select('message_id')
+    .where('user_id', '=', userId)
+    .where(sql<boolean>`(flags & ${sql.lit(ACTIVE_PUSH)}) != 0`)
+    .orderBy('message_id')
+    .limit(MAX_PUSHES_CLEARED)
+    .execute();
+  return rows.map((r) => Number(r.message_id));
+}
+
 /** Which of these messages of a user's still show a push notification. */
 export async function fetchActivePushMessageIds(db: Tx, userId: number, messageIds: readonly number[]): Promise<number[]> {
   if (messageIds.length === 0) return [];

@@ -236,3 +236,17 @@ export async function insertAuditLog(
 ): Promise<void> {
   await db.insertInto('audit_log').values({ extra_data: '{}', ...row }).execute();
 }
+
+/** Active human accounts with this delivery email in organizations that are not deactivated. */
+export async function countActiveAccountsByDeliveryEmail(db: Tx, email: string): Promise<number> {
+  const row = await db
+    .selectFrom('users')
+    .innerJoin('realms', 'realms.id', 'users.realm_id')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where(sql`lower(users.delivery_email)`, '=', email.toLowerCase())
+    .where('users.is_active', '=', 1)
+    .where('users.is_bot', '=', 0)
+    .where('realms.deactivated', '=', 0)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -4,7 +4,7 @@ import type { Config } from '../../config.js';
 import type { Database } from '../../db/index.js';
 import { fetchOrCreateServerSecret } from '../../db/repos/server_secrets.js';
 import { ZULIP_VERSION } from '../../version.js';
-import type { PushDevice, PushDeviceKind, PushNotification, PushSendResult, PushSender } from './sender.js';
+import type { E2eeRegistration, PushDevice, PushDeviceKind, PushNotification, PushSendResult, PushSender } from './sender.js';
 
 /**
  * Zulip's push notification service (the "bouncer") for the official mobile apps, through its
@@ -54,8 +54,19 @@ export class PushBouncerError extends Error {
   constructor(
     message: string,
     readonly status: number | null,
+    /** The service's Zulip error code, when it refused the request. */
+    readonly code: string | null = null,
   ) {
     super(message);
+  }
+}
+
+function errorCode(text: string): string | null {
+  try {
+    const code = (JSON.parse(text) as { code?: unknown }).code;
+    return typeof code === 'string' ? code : null;
+  } catch {
+    return null;
   }
 }
 
@@ -92,7 +103,7 @@ export class BouncerPushSender implements PushSender {
         if (res.ok) return JSON.parse(text) as Record<string, unknown>;
         failure = `${res.status} ${text.slice(0, 200)}`;
         // 4xx is the service refusing the request: trying again changes nothing.
-        if (res.status < 500) throw new PushBouncerError(`push service refused ${path}: ${failure}`, res.status);
+        if (res.status < 500) throw new PushBouncerError(`push service refused ${path}: ${failure}`, res.status, errorCode(text));
       } catch (e) {
         if (e instanceof PushBouncerError) throw e;
         failure = res ? `${res.status}` : (e as Error).message;
@@ -137,6 +148,29 @@ export class BouncerPushSender implements PushSender {
       },
       false,
     );
+  }
+
+  /**
+   * Zulip's register_push_device_to_bouncer: the device's registration, sealed to the service's
+   * public key, is passed on as the app made it; only the service can read the token inside.
+   */
+  async registerE2eeDevice(realmId: number, reg: E2eeRegistration): Promise<void> {
+    const identity = await serverIdentity(this.config, this.db);
+    await this.request(
+      'push/e2ee/register',
+      { realm_uuid: remoteUuid(identity, 'realm', realmId), token_id: reg.tokenId, encrypted_push_registration: reg.encryptedPushRegistration, bouncer_public_key: reg.bouncerPublicKey },
+      false,
+    );
+  }
+
+  /** Zulip's send_push_notifications: encrypted notifications, one request per device; answers the token IDs the service dropped. */
+  async sendE2ee(realmId: number, pushRequests: Record<string, unknown>[]): Promise<{ deletedTokenIds: string[] }> {
+    const identity = await serverIdentity(this.config, this.db);
+    const res = await this.request('push/e2ee/notify', { realm_uuid: remoteUuid(identity, 'realm', realmId), push_requests: pushRequests }, true);
+    const realm = res.realm as { can_push?: unknown } | undefined;
+    if (realm && typeof realm.can_push === 'boolean') this.canPush = realm.can_push;
+    const ids = res.delete_token_ids;
+    return { deletedTokenIds: Array.isArray(ids) ? ids.filter((t): t is string => typeof t === 'string') : [] };
   }
 
   async send(n: PushNotification): Promise<PushSendResult> {

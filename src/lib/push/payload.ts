@@ -23,6 +23,8 @@ export interface PushMessage {
   streamName: string | null;
   /** Full names of a direct-message conversation's participants (the recipient too); null for channels. */
   groupNames: string[] | null;
+  /** The user group whose mention (not a personal one) made this a mention for the recipient. */
+  mentionedGroup?: { id: number; name: string } | null;
 }
 
 /** Zulip's get_base_payload: which server, realm and account a notification is for. */
@@ -44,6 +46,10 @@ function messagePayload(config: Config, realm: Realm, userId: number, m: PushMes
     const participants = (m.message.dm_key ?? '').split(',').filter(Boolean);
     // Group conversations are identified by their participants; 1:1 ones by the sender.
     if (participants.length > 2) data.pm_users = participants.join(',');
+  }
+  if (m.mentionedGroup) {
+    data.mentioned_user_group_id = m.mentionedGroup.id;
+    data.mentioned_user_group_name = m.mentionedGroup.name;
   }
   return data;
 }
@@ -77,7 +83,7 @@ export function formatApnsPayload(config: Config, realm: Realm, userId: number, 
   if (m.message.type === 'stream') title = `#${m.streamName ?? ''} > ${m.message.topic}`;
   else if (groupDm) title = [...m.groupNames!].sort().join(', ');
   let subtitle = `${m.sender.full_name}:`;
-  if (trigger === 'mentioned') subtitle = `${m.sender.full_name} mentioned you:`;
+  if (trigger === 'mentioned') subtitle = m.mentionedGroup ? `${m.sender.full_name} mentioned @${m.mentionedGroup.name}:` : `${m.sender.full_name} mentioned you:`;
   else if (trigger.includes('wildcard_mentioned')) subtitle = `${m.sender.full_name} mentioned everyone:`;
   else if (m.message.type === 'private' && !groupDm) subtitle = '';
   return {

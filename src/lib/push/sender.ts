@@ -23,14 +23,21 @@ export interface PushNotification {
   gcmOptions: { priority: 'high' | 'normal' };
 }
 
+/** What the app sent to POST /mobile_push/register about its token, sealed to the push service's key. */
+export interface E2eeRegistration {
+  tokenId: string;
+  encryptedPushRegistration: string;
+  bouncerPublicKey: string;
+}
+
 export interface PushSendResult {
   /** Tokens the push service reports as no longer valid: the caller forgets them. */
   droppedTokens: { kind: PushDeviceKind; token: string }[];
 }
 
 /**
- * Where notifications go. A deployment plugs a real gateway (APNs/FCM, or Zulip's push
- * bouncer) in by setting `services.push`. `send` may throw when the service cannot be reached;
+ * Where notifications go. A deployment plugs a real gateway (APNs/FCM directly, lib/push/direct.ts,
+ * or Zulip's push bouncer) in by setting `services.push`. `send` may throw when the service cannot be reached;
  * the notification worker then leaves the notification to be tried again.
  */
 export interface PushSender {
@@ -40,6 +47,12 @@ export interface PushSender {
   /** Services that keep their own device registry (Zulip's bouncer) learn of devices here. */
   registerDevice?(realmId: number, userId: number, device: PushDevice): Promise<void>;
   unregisterDevice?(realmId: number, userId: number, device: Pick<PushDevice, 'kind' | 'token'>): Promise<void>;
+  /** Services that deliver end-to-end encrypted notifications (Zulip's bouncer) take the sealed registration. */
+  registerE2eeDevice?(realmId: number, registration: E2eeRegistration): Promise<void>;
+  /** Delivers encrypted notifications (lib/push/e2ee.ts push requests); answers the token IDs the service dropped. */
+  sendE2ee?(realmId: number, pushRequests: Record<string, unknown>[]): Promise<{ deletedTokenIds: string[] }>;
+  /** Releases connections the sender keeps open (APNs' HTTP/2 connection). */
+  close?(): void;
 }
 
 /** The default: notifications are written to the log, so development shows what would be sent. */

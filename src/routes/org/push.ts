@@ -8,11 +8,15 @@ import {
   accessClientDevice,
   accessPushDevice,
   checkPushToken,
+  checkRegisterPushDevice,
+  checkSendE2eeTestPushNotification,
   checkSendTestPushNotification,
   doAddPushDeviceToken,
   doRegisterClientDevice,
+  doRegisterPushDevice,
   doRemoveClientDevice,
   doRemovePushDeviceToken,
+  doSendE2eeTestPushNotification,
   doSendTestPushNotification,
 } from '../../actions/push.js';
 import { requireHuman } from './params.js';
@@ -98,9 +102,8 @@ export function registerPushRoutes(app: FastifyInstance, services: Services): vo
     },
   });
 
-  // End-to-end encrypted push registrations are sealed to the key of Zulip's push notification
-  // service (the bouncer), which only that service can open; Parley does not use it, so it
-  // refuses them as a Zulip server without the service does, and no device ever has one.
+  // End-to-end encrypted push (Zulip 11+): the device's key, and its token sealed to the key of
+  // Zulip's push notification service, which alone can read it.
   endpoint(app, services, {
     method: 'POST',
     path: '/mobile_push/register',
@@ -114,9 +117,9 @@ export function registerPushRoutes(app: FastifyInstance, services: Services): vo
       bouncer_public_key: p.str().optional(),
       encrypted_push_registration: p.str().optional(),
     },
-    handler: async ({ user, params }) => {
-      await accessClientDevice(services, user, params.device_id);
-      throw new JsonableError('Server is not configured to use push notification service.', 'PUSH_SERVICE_NOT_CONFIGURED', 400);
+    handler: async ({ realm, user, params }) => {
+      const device = await accessClientDevice(services, user, params.device_id);
+      await doRegisterPushDevice(services, realm, user, device, checkRegisterPushDevice(services, device, params));
     },
   });
 
@@ -125,8 +128,8 @@ export function registerPushRoutes(app: FastifyInstance, services: Services): vo
     path: '/mobile_push/e2ee/test_notification',
     authorize: requireHuman,
     params: { device_id: p.int().optional() },
-    handler: async () => {
-      throw new JsonableError('No active registered push device', 'NO_ACTIVE_PUSH_DEVICE', 400);
+    handler: async ({ realm, user, params }) => {
+      await doSendE2eeTestPushNotification(services, realm, user, await checkSendE2eeTestPushNotification(services, user, params.device_id));
     },
   });
 }
