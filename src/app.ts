@@ -23,6 +23,7 @@ import type { EmailGatewayServer } from './workers/email_gateway.js';
 import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
 import { ThumbnailWorker } from './workers/thumbnails.js';
 import { LdapSyncWorker } from './workers/ldap_sync.js';
+import { RetentionWorker } from './workers/retention.js';
 
 export interface App {
   fastify: FastifyInstance;
@@ -134,6 +135,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.notifications = notifications;
     notifications.start();
   }
+  const retention = config.retention.enabled ? new RetentionWorker(services, config.retention.intervalMs) : null;
+  retention?.start();
   const ldapSync = config.ldap && config.ldap.syncIntervalMinutes > 0 ? new LdapSyncWorker(services, config.ldap) : null;
   ldapSync?.start();
   // Loaded only where configured: its MIME parser costs every other start for nothing.
@@ -155,6 +158,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await scheduler?.stop();
       await thumbnailer?.stop();
       await notifications?.stop();
+      await retention?.stop();
       await ldapSync?.stop();
       await outgoingWebhooks.stop();
       await queues.close();

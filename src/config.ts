@@ -68,6 +68,13 @@ export interface Config {
   scheduler: { enabled: boolean; intervalMs: number };
   thumbnailer: { enabled: boolean; intervalMs: number };
   notifications: { enabled: boolean; intervalMs: number };
+  /**
+   * Message retention (Zulip's archive_messages and clean_archived_data): whether this process
+   * takes part, how often the cluster runs a pass (one process at a time), messages per archive
+   * transaction for direct messages and for channels, and how many days archived messages stay
+   * restorable before they and the uploads only they linked are deleted for good.
+   */
+  retention: { enabled: boolean; intervalMs: number; batchSize: number; channelBatchSize: number; archiveDays: number };
   /** Zulip's push notification service: its URL (null: not used) and this server's identity with it. */
   pushBouncer: { url: string | null; orgId: string | null; orgKey: string | null };
   /**
@@ -261,6 +268,13 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     notifications: {
       enabled: (e.PARLEY_NOTIFICATIONS ?? 'on') !== 'off',
       intervalMs: int(e.PARLEY_NOTIFICATIONS_INTERVAL_MS, 10_000),
+    },
+    retention: {
+      enabled: (e.PARLEY_RETENTION ?? 'on') !== 'off',
+      intervalMs: int(e.PARLEY_RETENTION_INTERVAL_MS, 3_600_000),
+      batchSize: Math.max(1, int(e.PARLEY_RETENTION_BATCH_SIZE, 1000)),
+      channelBatchSize: Math.max(1, int(e.PARLEY_RETENTION_CHANNEL_BATCH_SIZE, 100)),
+      archiveDays: int(e.PARLEY_ARCHIVED_DATA_DAYS, 30),
     },
     emailGateway: {
       domain: e.PARLEY_EMAIL_GATEWAY_DOMAIN?.trim().toLowerCase() || null,

@@ -81,7 +81,7 @@ export const PASSWORD = 'correct horse battery staple';
 
 /**
  * What every test server runs with: loopback on any port, the test owner, quiet logs, no rate
- * limits, no scheduled-message, thumbnail or notification worker (their periodic queries would
+ * limits, no scheduled-message, thumbnail, notification or retention worker (their periodic queries would
  * disturb query counts; the tests of those features turn them on) and a data directory of its own (the caller removes
  * `dataDir`).
  */
@@ -99,6 +99,7 @@ export function testConfig(databaseUrl: string, overrides: Partial<Config> = {})
     scheduler: { ...base.scheduler, enabled: false },
     thumbnailer: { ...base.thumbnailer, enabled: false },
     notifications: { ...base.notifications, enabled: false },
+    retention: { ...base.retention, enabled: false },
     dataDir: mkdtempSync(join(tmpdir(), 'parley-data-')),
     ...overrides,
   };

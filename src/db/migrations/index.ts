@@ -26,6 +26,7 @@ import * as m0140 from './0140_realm_logos.js';
 import * as m0150 from './0150_email_gateway.js';
 import * as m0180 from './0180_image_attachments.js';
 import * as m0181 from './0181_bot_owner_reminders.js';
+import * as m0190 from './0190_message_archive.js';
 import * as m0200 from './0200_notification_queue.js';
 
 export interface DialectMigration {
@@ -64,4 +65,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0180_image_attachments': m0180,
   '0181_bot_owner_reminders': m0181,
   '0200_notification_queue': m0200,
+  '0190_message_archive': m0190,
 };
