@@ -569,8 +569,10 @@ export type ArchivedAttachmentTable = Omit<AttachmentTable, 'id'> & { id: number
 
 export interface WorkerLeaseTable {
   name: string;
-  /** Unix seconds before which no process starts the job (a lease while one runs it). */
-  next_run_at: number;
+  /** When the last run finished (Unix seconds). */
+  last_run_at: number;
+  /** While a process runs the job: until when it holds it (Unix seconds). */
+  leased_until: number;
 }
 
 export interface DB {

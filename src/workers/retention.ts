@@ -1,6 +1,6 @@
 import { doRetentionPass } from '../actions/retention.js';
 import { now } from '../db/index.js';
-import { claimWorkerLease, setWorkerNextRun } from '../db/repos/retention.js';
+import { claimWorkerLease, releaseWorkerLease } from '../db/repos/retention.js';
 import type { Services } from '../services.js';
 
 /** The cluster-wide job's name in `worker_leases`. */
@@ -10,9 +10,10 @@ const LEASE_SECONDS = 600;
 
 /**
  * Enforces message retention policies (Zulip's archive_messages cron job): every process looks
- * every `intervalMs`, and the one that takes the job's lease in `worker_leases` runs a pass
- * (actions/retention.ts), then sets the next run `intervalMs` later, so the cluster runs one
- * pass per interval whatever the number of processes, and a restart does not postpone it.
+ * every `intervalMs`, and one that finds the last pass at least `intervalMs` old takes the
+ * job's lease in `worker_leases` and runs a pass (actions/retention.ts), so the cluster runs
+ * one pass per interval whatever the number of processes, and a restart does not postpone it.
+ * A pass that fails is retried at the next look.
  */
 export class RetentionWorker {
   private timer: NodeJS.Timeout | null = null;
@@ -46,11 +47,16 @@ export class RetentionWorker {
 
   private async pass(): Promise<void> {
     const db = this.services.db.kysely;
+    const at = now();
+    let finished: number | null = null;
     try {
-      const at = now();
-      if (!(await claimWorkerLease(db, JOB, at, at + LEASE_SECONDS))) return;
-      await doRetentionPass(this.services, at);
-      await setWorkerNextRun(db, JOB, now() + Math.floor(this.intervalMs / 1000));
+      if (!(await claimWorkerLease(db, JOB, at, at - Math.floor(this.intervalMs / 1000), at + LEASE_SECONDS))) return;
+      try {
+        await doRetentionPass(this.services, at);
+        finished = now();
+      } finally {
+        await releaseWorkerLease(db, JOB, finished);
+      }
     } catch (e) {
       this.services.log.error({ err: e }, 'Message retention pass failed');
     }

@@ -7,8 +7,8 @@ import type { Dialect } from '../index.js';
  * that record the `archive_transactions` row of the batch that moved them, so an administrator
  * can put a batch back until it is purged. Attachments no remaining message links are moved to
  * `archived_attachments` (their bytes stay in `stored_files` until the archive is purged).
- * `worker_leases` holds each cluster-wide periodic job's next run, which one process at a time
- * takes (the lease lapses if that process dies).
+ * `worker_leases` holds each cluster-wide periodic job's last run and the lease of the process
+ * running it now, so that one process at a time runs it (the lease lapses if that process dies).
  */
 export async function up(db: Kysely<any>, dialect: Dialect): Promise<void> {
   const id = dialect === 'postgres' ? 'bigserial' : 'integer';
@@ -100,6 +100,7 @@ export async function up(db: Kysely<any>, dialect: Dialect): Promise<void> {
   await db.schema
     .createTable('worker_leases')
     .addColumn('name', 'text', (c) => c.primaryKey())
-    .addColumn('next_run_at', 'bigint', (c) => c.notNull())
+    .addColumn('last_run_at', 'bigint', (c) => c.notNull())
+    .addColumn('leased_until', 'bigint', (c) => c.notNull())
     .execute();
 }

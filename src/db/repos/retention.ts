@@ -293,18 +293,24 @@ export async function deleteArchivedAttachments(db: Tx, ids: readonly number[]):
 }
 
 /**
- * Takes the cluster-wide job `name` if it is due: moves its next run to `leaseUntil` (so that
- * a process dying in the middle leaves it to others once the lease lapses); whether it did.
+ * Takes the cluster-wide job `name` until `leaseUntil` if no process holds it and its last run
+ * finished at or before `dueAfter`; whether it did. A process that dies leaves its lease to lapse.
  */
-export async function claimWorkerLease(db: Tx, name: string, nowSeconds: number, leaseUntil: number): Promise<boolean> {
-  await db.insertInto('worker_leases').values({ name, next_run_at: 0 }).onConflict((oc) => oc.column('name').doNothing()).execute();
-  const r = await db.updateTable('worker_leases').set({ next_run_at: leaseUntil }).where('name', '=', name).where('next_run_at', '<=', nowSeconds).executeTakeFirst();
+export async function claimWorkerLease(db: Tx, name: string, nowSeconds: number, dueAfter: number, leaseUntil: number): Promise<boolean> {
+  await db.insertInto('worker_leases').values({ name, last_run_at: 0, leased_until: 0 }).onConflict((oc) => oc.column('name').doNothing()).execute();
+  const r = await db
+    .updateTable('worker_leases')
+    .set({ leased_until: leaseUntil })
+    .where('name', '=', name)
+    .where('leased_until', '<=', nowSeconds)
+    .where('last_run_at', '<=', dueAfter)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** Sets the job's next run (after a run, which held the lease). */
-export async function setWorkerNextRun(db: Tx, name: string, at: number): Promise<void> {
-  await db.updateTable('worker_leases').set({ next_run_at: at }).where('name', '=', name).execute();
+/** Gives the job's lease up, recording a finished run at `finishedAt` (null: the run failed, so the job is due again). */
+export async function releaseWorkerLease(db: Tx, name: string, finishedAt: number | null): Promise<void> {
+  await db.updateTable('worker_leases').set(finishedAt === null ? { leased_until: 0 } : { last_run_at: finishedAt, leased_until: 0 }).where('name', '=', name).execute();
 }
 
 /** Every organization (deactivated ones too, as Zulip's) with its retention policy's raw settings. */
