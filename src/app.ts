@@ -101,7 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await queues.start();
   const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config, databaseId) };
   if (config.pushBouncer.url) services.push = new (await import('./lib/push/bouncer.js')).BouncerPushSender(config, db, fastify.log);
-  const outgoingWebhooks = new OutgoingWebhookWorker(services);
+  const outgoingWebhooks = new OutgoingWebhookWorker(services, config.outgoingWebhookIntervalMs);
   services.outgoingWebhooks = outgoingWebhooks;
   // Request logging needs every request to go through Fastify.
   if (config.logLevel !== 'debug') serveLongPollsDirectly(fastify.server, services, syncReadCache);
@@ -135,6 +135,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.notifications = notifications;
     notifications.start();
   }
+  outgoingWebhooks.start();
   const retention = config.retention.enabled ? new RetentionWorker(services, config.retention.intervalMs) : null;
   retention?.start();
   const ldapSync = config.ldap && config.ldap.syncIntervalMinutes > 0 ? new LdapSyncWorker(services, config.ldap) : null;

@@ -93,6 +93,8 @@ export interface Config {
   };
   /** Outgoing-webhook requests give up after this long (Zulip's OUTGOING_WEBHOOK_TIMEOUT_SECONDS). */
   outgoingWebhookTimeoutMs: number;
+  /** The longest the outgoing-webhook worker sleeps between looks at its queue (a send through this process wakes it at once). */
+  outgoingWebhookIntervalMs: number;
   /** Topic deletion works in batches of this many messages, newest first, within this time budget. */
   deleteTopic: { batchSize: number; timeBudgetMs: number };
   /** A directory service (Zulip's ZulipLDAPAuthBackend); null when PARLEY_LDAP_URL is unset. */
@@ -284,6 +286,7 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       missedMessageAddressExpirySeconds: int(e.PARLEY_EMAIL_GATEWAY_REPLY_EXPIRY_SECONDS, 5 * 24 * 3600),
     },
     outgoingWebhookTimeoutMs: int(e.PARLEY_OUTGOING_WEBHOOK_TIMEOUT_MS, 10_000),
+    outgoingWebhookIntervalMs: int(e.PARLEY_OUTGOING_WEBHOOK_INTERVAL_MS, 10_000),
     deleteTopic: {
       batchSize: int(e.PARLEY_DELETE_TOPIC_BATCH_SIZE, 100),
       timeBudgetMs: int(e.PARLEY_DELETE_TOPIC_TIME_BUDGET_MS, 50_000),

@@ -567,6 +567,18 @@ export interface ArchivedSubmessageTable {
 
 export type ArchivedAttachmentTable = Omit<AttachmentTable, 'id'> & { id: number };
 
+/** A pending outgoing-webhook delivery (migration 0191). */
+export interface OutgoingWebhookJobTable {
+  id: Generated<number>;
+  realm_id: number;
+  message_id: number;
+  bot_id: number;
+  trigger: string;
+  message_url: string;
+  failed_tries: Generated<number>;
+  claimed_until: number | null;
+}
+
 export interface WorkerLeaseTable {
   name: string;
   /** When the last run finished (Unix seconds). */
@@ -632,6 +644,7 @@ export interface DB {
   archived_attachments: ArchivedAttachmentTable;
   archived_attachment_messages: AttachmentMessageTable;
   worker_leases: WorkerLeaseTable;
+  outgoing_webhook_jobs: OutgoingWebhookJobTable;
 }
 
 export type Realm = Selectable<RealmTable>;

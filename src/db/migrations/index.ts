@@ -27,6 +27,7 @@ import * as m0150 from './0150_email_gateway.js';
 import * as m0180 from './0180_image_attachments.js';
 import * as m0181 from './0181_bot_owner_reminders.js';
 import * as m0190 from './0190_message_archive.js';
+import * as m0191 from './0191_outgoing_webhook_queue.js';
 import * as m0200 from './0200_notification_queue.js';
 
 export interface DialectMigration {
@@ -66,4 +67,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0181_bot_owner_reminders': m0181,
   '0200_notification_queue': m0200,
   '0190_message_archive': m0190,
+  '0191_outgoing_webhook_queue': m0191,
 };
