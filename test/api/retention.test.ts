@@ -77,6 +77,7 @@ forEachDatabase(
       assert.deepEqual(dms.messages, []);
       err(await othello.client.get(`/messages/${expired[0]}`), 400, 'BAD_REQUEST', 'Invalid message(s)');
       err(await othello.client.post(`/messages/${expired[0]}/reactions`, { emoji_name: 'smile' }), 400, 'BAD_REQUEST', 'Invalid message(s)');
+      err(await othello.client.post('/messages/flags', { messages: [expired[0]], op: 'add', flag: 'starred' }), 400, 'BAD_REQUEST', 'Invalid message(s)');
       const topics = ok(await othello.client.get(`/users/me/${stream.id}/topics`)).topics.map((t: { name: string }) => t.name);
       assert.deepEqual(topics, ['new news']);
       const state = ok(await othello.client.post('/register', { fetch_event_types: ['message', 'update_message_flags'] }));
