@@ -18,6 +18,7 @@ import {
   type OutgoingWebhookJobRow,
 } from '../db/repos/outgoing_webhooks.js';
 import type { ActionServices } from '../services.js';
+import { PeriodicWorker } from './periodic.js';
 
 /** Zulip's MAX_REQUEST_RETRIES: a request that timed out or could not connect is tried again this many times. */
 export const MAX_REQUEST_RETRIES = 3;
@@ -82,38 +83,27 @@ function isConnectionError(e: unknown): boolean {
  */
 export class OutgoingWebhookWorker {
   private readonly inFlight = new Set<Promise<void>>();
-  private timer: NodeJS.Timeout | null = null;
-  private passQueued = false;
-  private running: Promise<void> = Promise.resolve();
-  private stopped = false;
+  private readonly loop: PeriodicWorker;
 
   constructor(
     private readonly services: ActionServices,
-    private readonly intervalMs: number,
-  ) {}
+    intervalMs: number,
+  ) {
+    this.loop = new PeriodicWorker(services.log, intervalMs, 'outgoing webhook queue look failed', () => this.pass());
+  }
 
   start(): void {
-    this.wake();
+    this.loop.start();
   }
 
   /** Looks at the queue soon (after the current look). */
   wake(): void {
-    if (this.stopped || this.passQueued) return;
-    this.passQueued = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.running = this.running.then(() => {
-      this.passQueued = false;
-      return this.pass();
-    });
+    this.loop.wake();
   }
 
   /** Stops taking work and waits for the deliveries under way. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.loop.stop();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
   }
 
@@ -122,33 +112,22 @@ export class OutgoingWebhookWorker {
     return Math.ceil(this.services.config.outgoingWebhookTimeoutMs / 1000) + 10;
   }
 
-  private async pass(): Promise<void> {
-    if (this.stopped) return;
-    try {
-      const at = now();
-      const jobs = await transaction(this.services.db, (tx) => claimOutgoingWebhookJobs(tx, this.services.db.dialect, at, at + this.leaseSeconds(), CLAIM_BATCH));
-      for (const job of jobs) {
-        const run: Promise<void> = this.deliver(job)
-          .catch(async (e: unknown) => {
-            if (e instanceof ClaimLost) return;
-            // As Zulip's worker drops an event its handler raised on: repeating it would fail again.
-            this.services.log.error({ err: e, jobId: job.id }, 'outgoing webhook failed');
-            await transaction(this.services.db, (tx) => deleteClaimedOutgoingWebhookJob(tx, job.id, job.claimed_until!));
-          })
-          .catch((e: unknown) => this.services.log.error({ err: e, jobId: job.id }, 'outgoing webhook job could not be dropped'))
-          .finally(() => this.inFlight.delete(run));
-        this.inFlight.add(run);
-      }
-      if (jobs.length === CLAIM_BATCH) this.wake();
-    } catch (e) {
-      this.services.log.error({ err: e }, 'outgoing webhook queue look failed');
+  private async pass(): Promise<number | void> {
+    const at = now();
+    const jobs = await transaction(this.services.db, (tx) => claimOutgoingWebhookJobs(tx, this.services.db.dialect, at, at + this.leaseSeconds(), CLAIM_BATCH));
+    for (const job of jobs) {
+      const run: Promise<void> = this.deliver(job)
+        .catch(async (e: unknown) => {
+          if (e instanceof ClaimLost) return;
+          // As Zulip's worker drops an event its handler raised on: repeating it would fail again.
+          this.services.log.error({ err: e, jobId: job.id }, 'outgoing webhook failed');
+          await transaction(this.services.db, (tx) => deleteClaimedOutgoingWebhookJob(tx, job.id, job.claimed_until!));
+        })
+        .catch((e: unknown) => this.services.log.error({ err: e, jobId: job.id }, 'outgoing webhook job could not be dropped'))
+        .finally(() => this.inFlight.delete(run));
+      this.inFlight.add(run);
     }
-    if (this.stopped || this.passQueued) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.wake();
-    }, this.intervalMs);
-    this.timer.unref();
+    if (jobs.length === CLAIM_BATCH) return 0;
   }
 
   private async deliver(job: OutgoingWebhookJobRow): Promise<void> {

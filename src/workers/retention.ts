@@ -2,6 +2,7 @@ import { doRetentionPass } from '../actions/retention.js';
 import { now } from '../db/index.js';
 import { claimWorkerLease, releaseWorkerLease } from '../db/repos/retention.js';
 import type { Services } from '../services.js';
+import { PeriodicWorker } from './periodic.js';
 
 /** The cluster-wide job's name in `worker_leases`. */
 const JOB = 'retention';
@@ -16,49 +17,33 @@ const LEASE_SECONDS = 600;
  * A pass that fails is retried at the next look.
  */
 export class RetentionWorker {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> = Promise.resolve();
-  private stopped = false;
+  private readonly loop: PeriodicWorker;
 
   constructor(
     private readonly services: Services,
     private readonly intervalMs: number,
-  ) {}
+  ) {
+    this.loop = new PeriodicWorker(services.log, intervalMs, 'Message retention pass failed', () => this.pass());
+  }
 
   start(): void {
-    this.arm(0);
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
-  }
-
-  private arm(delayMs: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.running = this.pass().finally(() => this.arm(this.intervalMs));
-    }, delayMs);
-    this.timer.unref();
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async pass(): Promise<void> {
     const db = this.services.db.kysely;
     const at = now();
+    if (!(await claimWorkerLease(db, JOB, at, at - Math.floor(this.intervalMs / 1000), at + LEASE_SECONDS))) return;
     let finished: number | null = null;
     try {
-      if (!(await claimWorkerLease(db, JOB, at, at - Math.floor(this.intervalMs / 1000), at + LEASE_SECONDS))) return;
-      try {
-        await doRetentionPass(this.services, at);
-        finished = now();
-      } finally {
-        await releaseWorkerLease(db, JOB, finished);
-      }
-    } catch (e) {
-      this.services.log.error({ err: e }, 'Message retention pass failed');
+      await doRetentionPass(this.services, at);
+      finished = now();
+    } finally {
+      await releaseWorkerLease(db, JOB, finished);
     }
   }
 }

@@ -66,8 +66,10 @@ async function createBot(api: ApiClient, shortName: string): Promise<number> {
   return ok(await api.post('/bots', { full_name: `Pong ${shortName}`, short_name: shortName, bot_type: 3, payload_url: JSON.stringify(SERVICE_URL) })).user_id as number;
 }
 
-// Each try may take 1 s, so a dead process's lease on a delivery lapses after 11 s.
 const ENV = { PARLEY_OUTGOING_WEBHOOK_TIMEOUT_MS: '1000', PARLEY_OUTGOING_WEBHOOK_INTERVAL_MS: '200' };
+// The held request must still be waiting when the kill comes, even on a loaded machine: each
+// try may take 5 s, so a dead process's lease on a delivery lapses after 15 s.
+const KILL_ENV = { ...ENV, PARLEY_OUTGOING_WEBHOOK_TIMEOUT_MS: '5000' };
 
 for (const kind of testDatabases()) {
   describe(`outgoing-webhook delivery across a SIGKILL [${kind}]`, () => {
@@ -77,20 +79,20 @@ for (const kind of testDatabases()) {
       try {
         received.length = 0;
         const owner = await ownerOf(d);
-        server = await d.start(ENV);
+        server = await d.start(KILL_ENV);
         let api = new ApiClient(server.url, owner.email, owner.apiKey);
         const botId = await createBot(api, `kill${kind}`);
         // The first request is never answered: the process dies while it waits.
         respond = () => undefined;
         ok(await api.post('/messages', { type: 'direct', to: JSON.stringify([botId]), content: 'ping' }));
-        await waitFor('the first request', 10_000, () => received.length === 1);
+        await waitFor('the first request', 30_000, () => received.length === 1);
         server.process.kill('SIGKILL');
         await server.exited;
 
         respond = pong;
-        server = await d.start(ENV);
+        server = await d.start(KILL_ENV);
         api = new ApiClient(server.url, owner.email, owner.apiKey);
-        await waitFor("the bot's reply", 40_000, async () => (await botReplies(api, botId)).length > 0);
+        await waitFor("the bot's reply", 60_000, async () => (await botReplies(api, botId)).length > 0);
         await sleep(1500);
         assert.deepEqual(await botReplies(api, botId), ['pong ping']);
         assert.deepEqual(received, ['ping', 'ping']);
