@@ -24,6 +24,7 @@ import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
 import { ThumbnailWorker } from './workers/thumbnails.js';
 import { DigestWorker } from './workers/digests.js';
 import { LdapSyncWorker } from './workers/ldap_sync.js';
+import { RetentionWorker } from './workers/retention.js';
 
 export interface App {
   fastify: FastifyInstance;
@@ -103,7 +104,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // As Zulip: the push notification service when configured, else the operator's own FCM/APNs credentials.
   if (config.pushBouncer.url) services.push = new (await import('./lib/push/bouncer.js')).BouncerPushSender(config, db, fastify.log);
   else if (config.fcm.credentialsPath || config.apns.keyFile) services.push = (await import('./lib/push/direct.js')).directPushSender(config, fastify.log) ?? undefined;
-  const outgoingWebhooks = new OutgoingWebhookWorker(services);
+  const outgoingWebhooks = new OutgoingWebhookWorker(services, config.outgoingWebhookIntervalMs);
   services.outgoingWebhooks = outgoingWebhooks;
   // Request logging needs every request to go through Fastify.
   if (config.logLevel !== 'debug') serveLongPollsDirectly(fastify.server, services, syncReadCache);
@@ -137,6 +138,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.notifications = notifications;
     notifications.start();
   }
+  outgoingWebhooks.start();
+  const retention = config.retention.enabled ? new RetentionWorker(services, config.retention.intervalMs) : null;
+  retention?.start();
   const digests = config.digests.enabled ? new DigestWorker(services, config.digests.intervalMs) : null;
   digests?.start();
   const ldapSync = config.ldap && config.ldap.syncIntervalMinutes > 0 ? new LdapSyncWorker(services, config.ldap) : null;
@@ -162,6 +166,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await notifications?.stop();
       await digests?.stop();
       services.push?.close?.();
+      await retention?.stop();
       await ldapSync?.stop();
       await outgoingWebhooks.stop();
       await queues.close();

@@ -70,6 +70,13 @@ export interface Config {
   notifications: { enabled: boolean; intervalMs: number };
   /** Digest emails: whether this process sends them, and how often it looks whose digest day it is. */
   digests: { enabled: boolean; intervalMs: number };
+  /**
+   * Message retention (Zulip's archive_messages and clean_archived_data): whether this process
+   * takes part, how often the cluster runs a pass (one process at a time), messages per archive
+   * transaction for direct messages and for channels, and how many days archived messages stay
+   * restorable before they and the uploads only they linked are deleted for good.
+   */
+  retention: { enabled: boolean; intervalMs: number; batchSize: number; channelBatchSize: number; archiveDays: number };
   /** Zulip's push notification service: its URL (null: not used) and this server's identity with it. */
   pushBouncer: { url: string | null; orgId: string | null; orgKey: string | null };
   /**
@@ -95,6 +102,8 @@ export interface Config {
   };
   /** Outgoing-webhook requests give up after this long (Zulip's OUTGOING_WEBHOOK_TIMEOUT_SECONDS). */
   outgoingWebhookTimeoutMs: number;
+  /** The longest the outgoing-webhook worker sleeps between looks at its queue (a send through this process wakes it at once). */
+  outgoingWebhookIntervalMs: number;
   /** Topic deletion works in batches of this many messages, newest first, within this time budget. */
   deleteTopic: { batchSize: number; timeBudgetMs: number };
   /** A directory service (Zulip's ZulipLDAPAuthBackend); null when PARLEY_LDAP_URL is unset. */
@@ -287,6 +296,13 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       enabled: (e.PARLEY_DIGESTS ?? 'on') !== 'off',
       intervalMs: int(e.PARLEY_DIGESTS_INTERVAL_MS, 3_600_000),
     },
+    retention: {
+      enabled: (e.PARLEY_RETENTION ?? 'on') !== 'off',
+      intervalMs: int(e.PARLEY_RETENTION_INTERVAL_MS, 3_600_000),
+      batchSize: Math.max(1, int(e.PARLEY_RETENTION_BATCH_SIZE, 1000)),
+      channelBatchSize: Math.max(1, int(e.PARLEY_RETENTION_CHANNEL_BATCH_SIZE, 100)),
+      archiveDays: int(e.PARLEY_ARCHIVED_DATA_DAYS, 30),
+    },
     emailGateway: {
       domain: e.PARLEY_EMAIL_GATEWAY_DOMAIN?.trim().toLowerCase() || null,
       port: e.PARLEY_EMAIL_GATEWAY_PORT ? int(e.PARLEY_EMAIL_GATEWAY_PORT, 0) : null,
@@ -295,6 +311,7 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       missedMessageAddressExpirySeconds: int(e.PARLEY_EMAIL_GATEWAY_REPLY_EXPIRY_SECONDS, 5 * 24 * 3600),
     },
     outgoingWebhookTimeoutMs: int(e.PARLEY_OUTGOING_WEBHOOK_TIMEOUT_MS, 10_000),
+    outgoingWebhookIntervalMs: int(e.PARLEY_OUTGOING_WEBHOOK_INTERVAL_MS, 10_000),
     deleteTopic: {
       batchSize: int(e.PARLEY_DELETE_TOPIC_BATCH_SIZE, 100),
       timeBudgetMs: int(e.PARLEY_DELETE_TOPIC_TIME_BUDGET_MS, 50_000),

@@ -22,19 +22,9 @@ export interface ActionServices {
   /** The notification worker of this process (workers/notifications.ts); not in CLI commands. */
   notifications?: { wake(): void };
   /** The outgoing-webhook worker of this process (workers/outgoing_webhooks.ts); not in CLI commands. */
-  outgoingWebhooks?: { enqueue(job: OutgoingWebhookJob): void };
+  outgoingWebhooks?: { wake(): void };
   /** The thumbnail worker of this process (workers/thumbnails.ts), when it runs one. */
   thumbnails?: { wake(): void };
-}
-
-/** One outgoing-webhook delivery: a message that triggered a bot. */
-export interface OutgoingWebhookJob {
-  realmId: number;
-  messageId: number;
-  /** Where the message is, for notices to the bot's owner. */
-  messageUrl: string;
-  botId: number;
-  trigger: 'mention' | 'direct_message';
 }
 
 /** What the running server adds for its routes. Built once by buildApp and passed down explicitly. */

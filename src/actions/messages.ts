@@ -81,6 +81,7 @@ import {
   type GroupSettingValue,
 } from '../lib/group_settings.js';
 import { fetchActivePushMessageIds, fetchAllActivePushMessageIds, insertNotificationJobs, insertNotificationOutboxRows } from '../db/repos/notifications.js';
+import { insertOutgoingWebhookJobs } from '../db/repos/outgoing_webhooks.js';
 import { settlePendingPreviews } from './thumbnails.js';
 import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, isFlagName, sharedFlagsList, type FlagName } from '../lib/message_flags.js';
 import { REALM_GROUP_SETTING_CONFIG, realmSettings } from '../lib/realm_settings.js';
@@ -793,12 +794,15 @@ async function finishMessage(
     ...(t.kind === 'stream' && !t.stream.invite_only ? { publicStream: true } : {}),
   };
   afterCommit(() => services.events.send(p.realm.id, { type: 'message', message: dict }, recipients, extra));
-  if (p.serviceBotTriggers.length && services.outgoingWebhooks) {
-    const webhooks = services.outgoingWebhooks;
+  if (p.serviceBotTriggers.length) {
+    // The durable queue (workers/outgoing_webhooks.ts): committed with the message, so a crash loses no delivery.
     const messageUrl = messageLinks(services, p, message.id).message_url;
-    afterCommit(() => {
-      for (const t of p.serviceBotTriggers) webhooks.enqueue({ realmId: p.realm.id, messageId: message.id, messageUrl, ...t });
-    });
+    await insertOutgoingWebhookJobs(
+      tx,
+      p.serviceBotTriggers.map((t) => ({ realm_id: p.realm.id, message_id: message.id, bot_id: t.botId, trigger: t.trigger, message_url: messageUrl })),
+    );
+    const webhooks = services.outgoingWebhooks;
+    if (webhooks) afterCommit(() => webhooks.wake());
   }
   const out: SentMessage = { id: message.id, message };
   if (changedPolicy && p.automaticPolicy !== null) out.automaticNewVisibilityPolicy = p.automaticPolicy;

@@ -347,3 +347,49 @@ export async function check(): Promise<{ ok: boolean; problems: unknown[] }> {
     return { ok: problems.length === 0, counts, problems };
   });
 }
+
+export async function archiveMessages(): Promise<unknown> {
+  const { doRetentionPass } = await import('../actions/retention.js');
+  return withServices((services) => doRetentionPass(services));
+}
+
+export async function listArchived(realmId: string, opts: { channel?: string }): Promise<unknown> {
+  const { fetchArchive } = await import('../actions/retention.js');
+  return withContext(realmId, async (services, realm) => {
+    const streamId = opts.channel === undefined ? undefined : (await channelByName(services, realm, opts.channel)).id;
+    const rows = await fetchArchive(services, realm.id, streamId);
+    return rows.map((r) => ({ ...r, type: r.type === 1 ? 'retention_policy' : 'manual', restored: r.restored === 1 }));
+  });
+}
+
+/**
+ * Zulip's restore_data_from_archive (one transaction) and
+ * restore_retention_policy_deletions_for_stream (every unrestored one of a channel).
+ */
+export async function restoreArchived(realmId: string, opts: { transaction?: string; channel?: string }): Promise<unknown> {
+  if ((opts.transaction === undefined) === (opts.channel === undefined)) throw new CliError('Give either --transaction or --channel');
+  const { doRestoreArchiveTransaction, fetchArchive } = await import('../actions/retention.js');
+  return withContext(realmId, async (services, realm) => {
+    let ids: number[];
+    if (opts.transaction !== undefined) {
+      const id = Number(opts.transaction);
+      const row = Number.isSafeInteger(id) ? (await fetchArchive(services, realm.id)).find((r) => r.id === id) : undefined;
+      if (!row) throw new CliError(`No archive transaction ${opts.transaction} in this organization`);
+      if (row.restored) throw new CliError(`Archive transaction ${id} was restored already`);
+      ids = [id];
+    } else {
+      const stream = await channelByName(services, realm, opts.channel!);
+      ids = (await fetchArchive(services, realm.id, stream.id)).filter((r) => !r.restored && r.type === 1).map((r) => r.id).reverse();
+    }
+    let restored = 0;
+    for (const id of ids) restored += (await doRestoreArchiveTransaction(services, id)).length;
+    return { transactions: ids, restored_messages: restored };
+  });
+}
+
+async function channelByName(services: ActionServices, realm: Realm, name: string): Promise<{ id: number; name: string }> {
+  const { fetchStreamByName } = await import('../db/repos/streams.js');
+  const stream = await fetchStreamByName(services.db.kysely, realm.id, name);
+  if (!stream) throw new CliError(`No channel named '${name}'`);
+  return stream;
+}

@@ -147,6 +147,24 @@ export function buildProgram(io: CliOutput = processOutput): Command {
     .action(async (opts) => print(await (await commands()).deleteTopic(realm(), opts)));
 
   program
+    .command('archive-messages')
+    .description('run a message retention pass now (as the servers do every PARLEY_RETENTION_INTERVAL_MS): archive expired messages, purge old archives; prints counts')
+    .action(async () => print(await (await commands()).archiveMessages()));
+
+  program
+    .command('list-archived')
+    .description("list the organization's archive transactions (messages removed by the retention policy), newest first")
+    .option('--channel <name>', 'only those holding messages of this channel')
+    .action(async (opts) => print(await (await commands()).listArchived(realm(), opts)));
+
+  program
+    .command('restore-archived')
+    .description('restore archived messages (with their reactions, flags and uploads) until PARLEY_ARCHIVED_DATA_DAYS purges them; change the retention policy first, or the next pass archives them again')
+    .option('--transaction <id>', 'one archive transaction (see list-archived)')
+    .option('--channel <name>', "every unrestored retention transaction of a channel")
+    .action(async (opts) => print(await (await commands()).restoreArchived(realm(), opts)));
+
+  program
     .command('check')
     .description('check the database against its stored uploads, emoji and attachment links; exits 1 on any problem')
     .action(async () => {

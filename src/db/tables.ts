@@ -526,6 +526,74 @@ export interface MissedMessageEmailAddressTable {
   times_used: Generated<number>;
 }
 
+/** A batch of messages moved to the archive (Zulip's ArchiveTransaction). */
+export interface ArchiveTransactionTable {
+  id: Generated<number>;
+  realm_id: number | null;
+  /** ARCHIVE_RETENTION_POLICY_BASED (1) or ARCHIVE_MANUAL (2), Zulip's values. */
+  type: number;
+  timestamp: number;
+  restored: Generated<Flag>;
+  restored_timestamp: number | null;
+}
+
+export type ArchivedMessageTable = Omit<MessageTable, 'id' | 'topic' | 'topic_lc' | 'rendered_content_version' | 'sending_client' | 'has_link' | 'has_image' | 'has_attachment'> & {
+  id: number;
+  topic: string;
+  topic_lc: string;
+  rendered_content_version: number;
+  sending_client: string;
+  has_link: Flag;
+  has_image: Flag;
+  has_attachment: Flag;
+  archive_transaction_id: number;
+};
+
+export interface ArchivedUserMessageTable {
+  user_id: number;
+  message_id: number;
+  flags: number;
+}
+
+export interface ArchivedReactionTable {
+  id: number;
+  message_id: number;
+  user_id: number;
+  emoji_name: string;
+  emoji_code: string;
+  reaction_type: string;
+}
+
+export interface ArchivedSubmessageTable {
+  id: number;
+  message_id: number;
+  sender_id: number;
+  msg_type: string;
+  content: string;
+}
+
+export type ArchivedAttachmentTable = Omit<AttachmentTable, 'id'> & { id: number };
+
+/** A pending outgoing-webhook delivery (migration 0191). */
+export interface OutgoingWebhookJobTable {
+  id: Generated<number>;
+  realm_id: number;
+  message_id: number;
+  bot_id: number;
+  trigger: string;
+  message_url: string;
+  failed_tries: Generated<number>;
+  claimed_until: number | null;
+}
+
+export interface WorkerLeaseTable {
+  name: string;
+  /** When the last run finished (Unix seconds). */
+  last_run_at: number;
+  /** While a process runs the job: until when it holds it (Unix seconds). */
+  leased_until: number;
+}
+
 export interface DB {
   realms: RealmTable;
   users: UserTable;
@@ -576,6 +644,15 @@ export interface DB {
   channel_folders: ChannelFolderTable;
   channel_email_addresses: ChannelEmailAddressTable;
   missed_message_email_addresses: MissedMessageEmailAddressTable;
+  archive_transactions: ArchiveTransactionTable;
+  archived_messages: ArchivedMessageTable;
+  archived_user_messages: ArchivedUserMessageTable;
+  archived_reactions: ArchivedReactionTable;
+  archived_submessages: ArchivedSubmessageTable;
+  archived_attachments: ArchivedAttachmentTable;
+  archived_attachment_messages: AttachmentMessageTable;
+  worker_leases: WorkerLeaseTable;
+  outgoing_webhook_jobs: OutgoingWebhookJobTable;
 }
 
 export type Realm = Selectable<RealmTable>;

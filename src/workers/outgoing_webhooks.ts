@@ -10,23 +10,42 @@ import { formatMessages, type MessageDict } from '../lib/format/messages.js';
 import { realmSettings } from '../lib/realm_settings.js';
 import { realmUrl } from '../lib/urls.js';
 import { ZULIP_VERSION } from '../version.js';
-import type { ActionServices, OutgoingWebhookJob } from '../services.js';
+import { now, transaction, type Tx } from '../db/index.js';
+import {
+  claimOutgoingWebhookJobs,
+  deleteClaimedOutgoingWebhookJob,
+  retryClaimedOutgoingWebhookJob,
+  type OutgoingWebhookJobRow,
+} from '../db/repos/outgoing_webhooks.js';
+import type { ActionServices } from '../services.js';
+import { PeriodicWorker } from './periodic.js';
 
 /** Zulip's MAX_REQUEST_RETRIES: a request that timed out or could not connect is tried again this many times. */
 export const MAX_REQUEST_RETRIES = 3;
 
+/** Rows taken per look at the queue (their deliveries run concurrently). */
+const CLAIM_BATCH = 20;
+
 interface Delivery {
-  job: OutgoingWebhookJob;
+  job: OutgoingWebhookJobRow;
   realm: Realm;
   bot: User;
   /** The message as the payload carries it: GET /messages' dict with raw content and rendered_content. */
   message: PayloadMessage;
+  /**
+   * Ends the job in the transaction of the first message the outcome sends (the bot's reply or
+   * failure notice), so that a crash never repeats that message; null once used.
+   */
+  finish: ((tx: Tx) => Promise<void>) | null;
 }
 
 type PayloadMessage = MessageDict & { rendered_content: string };
 
 /** A failure Zulip retries (requests' Timeout and ConnectionError). */
 class RetryableFailure extends Error {}
+
+/** Another process took the job over (this one held it past its lease). */
+class ClaimLost extends Error {}
 
 /** Python's repr() of a bytes value, as Zulip's notice to the bot owner quotes a response body. */
 function pythonBytesRepr(body: Buffer): string {
@@ -54,34 +73,76 @@ function isConnectionError(e: unknown): boolean {
  * Delivers outgoing webhooks (Zulip's OutgoingWebhookWorker and zerver/lib/outgoing_webhook.py):
  * POSTs the payload in the bot's format, posts a reply from the response as the bot in the same
  * conversation, retries timeouts and connection errors, and tells the conversation and the bot's
- * owner about failures as Zulip does. Runs in the background of the process that sent the message.
+ * owner about failures as Zulip does. The queue is `outgoing_webhook_jobs`, written with the
+ * message: a send through this process wakes the worker, which also looks every `intervalMs`
+ * (sends through other processes, rows whose process died) and at start. A process takes a row
+ * for the lease (the timeout per try plus a margin) before its request; the bot's reply, or
+ * the failure notice, is sent in the transaction that deletes the row, so each goes out once
+ * even across processes and crashes. A crash between the request and that commit repeats the
+ * request after the lease, as Zulip's queue repeats an unacknowledged event.
  */
 export class OutgoingWebhookWorker {
   private readonly inFlight = new Set<Promise<void>>();
-  private stopped = false;
+  private readonly loop: PeriodicWorker;
 
-  constructor(private readonly services: ActionServices) {}
+  constructor(
+    private readonly services: ActionServices,
+    intervalMs: number,
+  ) {
+    this.loop = new PeriodicWorker(services.log, intervalMs, 'outgoing webhook queue look failed', () => this.pass());
+  }
 
-  enqueue(job: OutgoingWebhookJob): void {
-    if (this.stopped) return;
-    const run: Promise<void> = this.deliver(job)
-      .catch((e: unknown) => this.services.log.error({ err: e, job }, 'outgoing webhook failed'))
-      .finally(() => this.inFlight.delete(run));
-    this.inFlight.add(run);
+  start(): void {
+    this.loop.start();
+  }
+
+  /** Looks at the queue soon (after the current look). */
+  wake(): void {
+    this.loop.wake();
   }
 
   /** Stops taking work and waits for the deliveries under way. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    await this.loop.stop();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
   }
 
-  private async deliver(job: OutgoingWebhookJob): Promise<void> {
+  /** How long a process holds a row: every try's timeout would fit, with room for the reply. */
+  private leaseSeconds(): number {
+    return Math.ceil(this.services.config.outgoingWebhookTimeoutMs / 1000) + 10;
+  }
+
+  private async pass(): Promise<number | void> {
+    const at = now();
+    const jobs = await transaction(this.services.db, (tx) => claimOutgoingWebhookJobs(tx, this.services.db.dialect, at, at + this.leaseSeconds(), CLAIM_BATCH));
+    for (const job of jobs) {
+      const run: Promise<void> = this.deliver(job)
+        .catch(async (e: unknown) => {
+          if (e instanceof ClaimLost) return;
+          // As Zulip's worker drops an event its handler raised on: repeating it would fail again.
+          this.services.log.error({ err: e, jobId: job.id }, 'outgoing webhook failed');
+          await transaction(this.services.db, (tx) => deleteClaimedOutgoingWebhookJob(tx, job.id, job.claimed_until!));
+        })
+        .catch((e: unknown) => this.services.log.error({ err: e, jobId: job.id }, 'outgoing webhook job could not be dropped'))
+        .finally(() => this.inFlight.delete(run));
+      this.inFlight.add(run);
+    }
+    if (jobs.length === CLAIM_BATCH) return 0;
+  }
+
+  private async deliver(job: OutgoingWebhookJobRow): Promise<void> {
     const db = this.services.db.kysely;
-    const realm = await fetchRealmById(db, job.realmId);
-    const bot = realm && (await fetchUserById(db, realm.id, job.botId));
-    const [row] = await fetchMessagesByIds(db, job.realmId, [job.messageId]);
-    if (!realm || !bot || !bot.is_active || !row) return;
+    const claimedUntil = job.claimed_until!;
+    const finish = async (tx: Tx): Promise<void> => {
+      if (!(await deleteClaimedOutgoingWebhookJob(tx, job.id, claimedUntil))) throw new ClaimLost();
+    };
+    const realm = await fetchRealmById(db, job.realm_id);
+    const bot = realm && (await fetchUserById(db, realm.id, job.bot_id));
+    const [row] = realm ? await fetchMessagesByIds(db, job.realm_id, [job.message_id]) : [];
+    if (!realm || !bot || !bot.is_active || !row) {
+      await transaction(this.services.db, finish);
+      return;
+    }
     // Zulip's finalize_payload(apply_markdown=False, keep_rendered_content=True), without flags.
     const [dict] = await formatMessages(db, realm, realmUrl(this.services.config, realm), [row], {
       applyMarkdown: false,
@@ -92,25 +153,22 @@ export class OutgoingWebhookWorker {
     });
     const { flags: _flags, ...rest } = dict!;
     const message: PayloadMessage = { ...rest, rendered_content: row.rendered_content };
-    const delivery: Delivery = { job, realm, bot, message };
-    for (const service of await fetchBotServices(db, [bot.id])) await this.deliverTo(delivery, service);
-  }
-
-  private async deliverTo(d: Delivery, service: BotService): Promise<void> {
-    for (let failedTries = 0; ; ) {
-      try {
-        await this.restCall(d, service);
+    const d: Delivery = { job, realm, bot, message, finish };
+    try {
+      for (const service of await fetchBotServices(db, [bot.id])) await this.restCall(d, service);
+    } catch (e) {
+      if (!(e instanceof RetryableFailure)) throw e;
+      // Zulip's request_retry: the event goes back to the queue until MAX_REQUEST_RETRIES retries failed.
+      const failedTries = job.failed_tries + 1;
+      if (failedTries <= MAX_REQUEST_RETRIES) {
+        if (!(await retryClaimedOutgoingWebhookJob(db, job.id, claimedUntil, failedTries))) throw new ClaimLost();
+        this.wake();
         return;
-      } catch (e) {
-        if (!(e instanceof RetryableFailure)) throw e;
-        failedTries += 1;
-        if (failedTries > MAX_REQUEST_RETRIES) {
-          await this.failWithMessage(d, 'Bot is unavailable');
-          await this.notifyBotOwner(d, { failureMessage: e.message });
-          return;
-        }
       }
+      await this.failWithMessage(d, 'Bot is unavailable');
+      await this.notifyBotOwner(d, { failureMessage: e.message });
     }
+    if (d.finish) await transaction(this.services.db, d.finish);
   }
 
   /** Zulip's do_rest_call. Throws RetryableFailure for what Zulip retries. */
@@ -187,7 +245,7 @@ export class OutgoingWebhookWorker {
       }
       return;
     }
-    this.services.log.warn({ botId: d.bot.id, status: response.status, url: d.job.messageUrl }, 'outgoing webhook answered with an error status');
+    this.services.log.warn({ botId: d.bot.id, status: response.status, url: d.job.message_url }, 'outgoing webhook answered with an error status');
     await this.failWithMessage(d, `Third party responded with ${response.status}`);
     await this.notifyBotOwner(d, { statusCode: response.status, responseContent: body });
   }
@@ -234,6 +292,9 @@ export class OutgoingWebhookWorker {
       content,
       client: 'OutgoingWebhookResponse',
     });
+    const finish = d.finish;
+    d.finish = null;
+    if (finish) prepared.inTransaction = (tx) => finish(tx);
     await doSendMessage(this.services, prepared);
   }
 
@@ -243,7 +304,7 @@ export class OutgoingWebhookWorker {
     why: { statusCode?: number; responseContent?: Buffer; failureMessage?: string; exception?: Error },
   ): Promise<void> {
     if (d.bot.bot_owner_id === null) return;
-    let text = `[A message](${d.job.messageUrl}) to your bot @_**${d.bot.full_name}** triggered an outgoing webhook.`;
+    let text = `[A message](${d.job.message_url}) to your bot @_**${d.bot.full_name}** triggered an outgoing webhook.`;
     if (why.exception) {
       text += `\nWhen trying to send a request to the webhook service, an exception of type ${why.exception.name} occurred:\n\`\`\`\n${why.exception.message}\n\`\`\``;
     } else if (why.failureMessage) {

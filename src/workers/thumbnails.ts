@@ -2,6 +2,7 @@ import { doEnsureThumbnails } from '../actions/thumbnails.js';
 import { now } from '../db/index.js';
 import { fetchClaimableImageAttachmentIds } from '../db/repos/image_attachments.js';
 import type { Services } from '../services.js';
+import { PeriodicWorker } from './periodic.js';
 
 /** Rows taken per look at the database. */
 const BATCH = 20;
@@ -15,58 +16,37 @@ const BATCH = 20;
  * Images are made one at a time: resizing is CPU work that requests must not queue behind.
  */
 export class ThumbnailWorker {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> = Promise.resolve();
-  private passQueued = false;
-  private stopped = false;
+  private readonly loop: PeriodicWorker;
 
   constructor(
     private readonly services: Services,
-    private readonly intervalMs: number,
-  ) {}
+    intervalMs: number,
+  ) {
+    this.loop = new PeriodicWorker(services.log, intervalMs, 'Thumbnailing failed', () => this.pass());
+  }
 
   start(): void {
-    this.wake();
+    this.loop.start();
   }
 
   /** Runs a pass soon (after the current one). */
   wake(): void {
-    if (this.stopped || this.passQueued) return;
-    this.passQueued = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.running = this.running.then(() => {
-      this.passQueued = false;
-      return this.pass();
-    });
+    this.loop.wake();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async pass(): Promise<void> {
-    try {
-      for (;;) {
-        if (this.stopped) return;
-        const ids = await fetchClaimableImageAttachmentIds(this.services.db.kysely, now(), BATCH);
-        for (const id of ids) {
-          if (this.stopped) return;
-          await doEnsureThumbnails(this.services, id);
-        }
-        if (ids.length < BATCH) break;
+    for (;;) {
+      if (this.loop.stopping) return;
+      const ids = await fetchClaimableImageAttachmentIds(this.services.db.kysely, now(), BATCH);
+      for (const id of ids) {
+        if (this.loop.stopping) return;
+        await doEnsureThumbnails(this.services, id);
       }
-    } catch (e) {
-      this.services.log.error({ err: e }, 'Thumbnailing failed');
+      if (ids.length < BATCH) return;
     }
-    if (this.stopped || this.passQueued) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.wake();
-    }, this.intervalMs);
-    this.timer.unref();
   }
 }

@@ -14,26 +14,12 @@ interface Received {
   body: string;
 }
 
-/** A real HTTP endpoint standing in for the bot's service: records requests, answers with `respond`. */
-class Endpoint {
+/** One bot's URL on the endpoint: the requests it received, and how it answers. */
+class Route {
   readonly received: Received[] = [];
   respond: (req: Received, res: ServerResponse) => void = (_r, res) => res.end('{}');
-  private server!: Server;
-  url = '';
 
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const r = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-        this.received.push(r);
-        this.respond(r, res);
-      });
-    });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
-  }
+  constructor(readonly url: string) {}
 
   async next(count: number, timeoutMs = 8000): Promise<Received[]> {
     const until = Date.now() + timeoutMs;
@@ -42,6 +28,44 @@ class Endpoint {
       await new Promise((r) => setTimeout(r, 20));
     }
     return this.received.splice(0, count);
+  }
+}
+
+/**
+ * A real HTTP endpoint standing in for the bots' services. Each bot gets a path of its own, so
+ * a late delivery for one test's bot can never be counted by another test.
+ */
+class Endpoint {
+  private readonly routes = new Map<string, Route>();
+  private server!: Server;
+  private base = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const route = this.routes.get(req.url ?? '');
+        if (!route) {
+          res.statusCode = 404;
+          res.end();
+          return;
+        }
+        const r = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+        route.received.push(r);
+        route.respond(r, res);
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.base = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** A new path, for one bot. */
+  route(name: string): Route {
+    const path = `/hook/${name}/${this.routes.size}`;
+    const route = new Route(`${this.base}${path}`);
+    this.routes.set(path, route);
+    return route;
   }
 
   close(): Promise<void> {
@@ -67,9 +91,9 @@ async function createOutgoingBot(s: TestServer, fullName: string, shortName: str
   return { id, token: bots.find((b) => b.user_id === id)!.services[0].token, email: `${shortName}-bot@localhost` };
 }
 
-const endpoint = new Endpoint();
-before(() => endpoint.start());
-after(() => endpoint.close());
+const hooks = new Endpoint();
+before(() => hooks.start());
+after(() => hooks.close());
 
 forEachDatabase(
   'outgoing webhooks',
@@ -77,6 +101,7 @@ forEachDatabase(
     test("a mention POSTs Zulip's payload; the response's content is the bot's reply in the topic", async () => {
       const s = server();
       const { hamlet, othello } = s.cast;
+      const endpoint = hooks.route('echo');
       const bot = await createOutgoingBot(s, 'Echo Bot', 'echo', endpoint.url);
       ok(await hamlet.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'hooks' }] }));
       const streamId = ok(await hamlet.client.get('/get_stream_id', { stream: 'hooks' })).stream_id;
@@ -119,6 +144,7 @@ forEachDatabase(
     test('a direct message triggers direct_message; response_string, response_not_required and an empty answer', async () => {
       const s = server();
       const { hamlet } = s.cast;
+      const endpoint = hooks.route('dm');
       const bot = await createOutgoingBot(s, 'Dm Bot', 'dm', endpoint.url);
       const dm = [{ operator: 'dm', operand: [bot.id] }];
       endpoint.respond = (_r, res) => res.end(JSON.stringify({ response_string: 'from response_string', content: 'ignored' }));
@@ -144,6 +170,7 @@ forEachDatabase(
     test('the Slack-compatible format: form fields, and the reply from `text`', async () => {
       const s = server();
       const { hamlet } = s.cast;
+      const endpoint = hooks.route('slack');
       const bot = await createOutgoingBot(s, 'Slack Bot', 'slack', endpoint.url, 2);
       ok(await hamlet.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'slacky' }] }));
       const streamId = ok(await hamlet.client.get('/get_stream_id', { stream: 'slacky' })).stream_id;
@@ -173,6 +200,7 @@ forEachDatabase(
     test('failures: an error status, bad JSON, and a connection dropped on every try (4 tries) are reported in the conversation and to the owner', async () => {
       const s = server();
       const { hamlet, othello } = s.cast;
+      const endpoint = hooks.route('flaky');
       const bot = await createOutgoingBot(s, 'Flaky Bot', 'flaky', endpoint.url);
       ok(await othello.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'flaky' }] }));
       const ownerDm = [{ operator: 'dm', operand: [bot.id] }];
@@ -219,6 +247,7 @@ forEachDatabase(
     test('a mention through a group triggers the bot; a silent mention and a message from a bot do not', async () => {
       const s = server();
       const { hamlet, admin } = s.cast;
+      const endpoint = hooks.route('groupie');
       const bot = await createOutgoingBot(s, 'Group Bot', 'groupie', endpoint.url);
       ok(await admin.client.post('/user_groups/create', { name: 'bot fans', description: 'with a bot', members: JSON.stringify([bot.id, hamlet.user.id]) }));
       ok(await hamlet.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'groups' }] }));
@@ -237,6 +266,7 @@ forEachDatabase(
     test('a timeout is retried, then reported', async () => {
       const s = server();
       const { hamlet } = s.cast;
+      const endpoint = hooks.route('slow');
       const bot = await createOutgoingBot(s, 'Slow Bot', 'slow', endpoint.url);
       endpoint.respond = (_r, res) => setTimeout(() => res.end('{}'), 600);
       ok(await hamlet.client.post('/messages', { type: 'direct', to: JSON.stringify([bot.id]), content: 'wake up' }));

@@ -81,7 +81,7 @@ export const PASSWORD = 'correct horse battery staple';
 
 /**
  * What every test server runs with: loopback on any port, the test owner, quiet logs, no rate
- * limits, no scheduled-message, thumbnail, notification or digest worker (their periodic queries would
+ * limits, no scheduled-message, thumbnail, notification, digest or retention worker, no periodic outgoing-webhook look (their periodic queries would
  * disturb query counts; the tests of those features turn them on) and a data directory of its own (the caller removes
  * `dataDir`).
  */
@@ -100,6 +100,10 @@ export function testConfig(databaseUrl: string, overrides: Partial<Config> = {})
     thumbnailer: { ...base.thumbnailer, enabled: false },
     notifications: { ...base.notifications, enabled: false },
     digests: { ...base.digests, enabled: false },
+    retention: { ...base.retention, enabled: false },
+    // The outgoing-webhook worker looks at its queue at start and when a send wakes it; its
+    // periodic look (for other processes' rows) would disturb query counts.
+    outgoingWebhookIntervalMs: 3_600_000,
     dataDir: mkdtempSync(join(tmpdir(), 'parley-data-')),
     ...overrides,
   };

@@ -64,7 +64,8 @@ export async function childDeployment(kind: DbKind): Promise<ChildDeployment> {
     databaseUrl: db.url,
     dataDir,
     async setup(fn) {
-      const config = loadConfig({}, { ...baseEnv(0), LOG_LEVEL: 'silent' });
+      // Setup runs no retention pass: it would take the cluster-wide job for the interval.
+      const config = loadConfig({}, { ...baseEnv(0), LOG_LEVEL: 'silent', PARLEY_RETENTION: 'off' });
       const app = await buildApp(config, { announce: () => undefined });
       try {
         return await fn(app);

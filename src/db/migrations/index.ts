@@ -26,6 +26,8 @@ import * as m0140 from './0140_realm_logos.js';
 import * as m0150 from './0150_email_gateway.js';
 import * as m0180 from './0180_image_attachments.js';
 import * as m0181 from './0181_bot_owner_reminders.js';
+import * as m0190 from './0190_message_archive.js';
+import * as m0191 from './0191_outgoing_webhook_queue.js';
 import * as m0200 from './0200_notification_queue.js';
 import * as m0210 from './0210_client_devices_push_key.js';
 import * as m0211 from './0211_digest_emails.js';
@@ -65,6 +67,8 @@ export const migrations: Record<string, DialectMigration> = {
   '0150_email_gateway': m0150,
   '0180_image_attachments': m0180,
   '0181_bot_owner_reminders': m0181,
+  '0190_message_archive': m0190,
+  '0191_outgoing_webhook_queue': m0191,
   '0200_notification_queue': m0200,
   '0210_client_devices_push_key': m0210,
   '0211_digest_emails': m0211,

@@ -27,7 +27,8 @@ export async function findIntegrityProblems(db: Database): Promise<{ problems: I
   const lengths = await sql<{ path: string; size: number; actual: number }>`SELECT path, size, length(data) AS actual FROM stored_files WHERE size <> length(data) ORDER BY path`.execute(k);
   for (const r of lengths.rows) problems.push({ kind: 'stored_file_size_mismatch', detail: `${r.path}: recorded as ${r.size} bytes, holds ${r.actual}` });
   const orphans = await sql<{ path: string }>`SELECT f.path FROM stored_files f
-    LEFT JOIN attachments a ON f.path = 'uploads/' || a.path_id WHERE f.path LIKE 'uploads/%' AND a.id IS NULL ORDER BY f.path`.execute(k);
+    LEFT JOIN attachments a ON f.path = 'uploads/' || a.path_id LEFT JOIN archived_attachments aa ON f.path = 'uploads/' || aa.path_id
+    WHERE f.path LIKE 'uploads/%' AND a.id IS NULL AND aa.id IS NULL ORDER BY f.path`.execute(k);
   for (const r of orphans.rows) problems.push({ kind: 'upload_without_attachment', detail: `${r.path}: no attachment record` });
   const emoji = await sql<{ id: number; name: string; realm_id: number; file_name: string }>`SELECT e.id, e.name, e.realm_id, e.file_name FROM realm_emoji e
     LEFT JOIN stored_files f ON f.path = 'emoji/' || e.realm_id || '/' || e.file_name WHERE f.path IS NULL ORDER BY e.id`.execute(k);
