@@ -44,10 +44,10 @@ function shell(page: 'index' | 'login'): string | null {
   }
 }
 
-const html = (reply: FastifyReply, status: number, body: string) =>
+export const html = (reply: FastifyReply, status: number, body: string) =>
   reply.code(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
 
-const messagePage = (title: string, text: string): string =>
+export const messagePage = (title: string, text: string): string =>
   `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem}</style></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p><p><a href="/login">Log in</a></p></body></html>`;
 

@@ -6,6 +6,19 @@ interface ServerSettings {
   realm_name?: string;
   realm_icon?: string;
   require_email_format_usernames?: boolean;
+  email_auth_enabled?: boolean;
+  external_authentication_methods?: { name: string; display_name: string; display_icon: string | null; login_url: string }[];
+}
+
+/** A provider's login URL carrying the app flow and the page to return to, as Zulip's buttons do. */
+function externalLoginHref(loginUrl: string, q: URLSearchParams): string {
+  const params = new URLSearchParams();
+  for (const k of ['mobile_flow_otp', 'desktop_flow_otp']) {
+    const v = q.get(k);
+    if (v) params.set(k, v);
+  }
+  params.set('next', (q.get('next') ?? '/') + window.location.hash);
+  return `${loginUrl}?${params.toString()}`;
 }
 
 /** /login (and /accounts/login/, which Zulip's apps open): email and password, errors in place. */
@@ -53,6 +66,7 @@ export function Login() {
   };
 
   const usernameLabel = settings.require_email_format_usernames === false ? 'Username' : 'Email';
+  const external = settings.external_authentication_methods ?? [];
 
   return (
     <main class="login">
@@ -71,6 +85,20 @@ export function Login() {
             <p>You may then close this window.</p>
           </div>
         ) : (
+          <>
+          {external.length > 0 && (
+            <div class="login-external">
+              {external.map((m) => (
+                <a key={m.name} class="button login-external-button" href={externalLoginHref(m.login_url, q)}>
+                  {m.display_icon && <img src={m.display_icon} alt="" width={20} height={20} />}
+                  Log in with {m.display_name}
+                </a>
+              ))}
+              <p class="login-or" aria-hidden="true">
+                or
+              </p>
+            </div>
+          )}
           <form onSubmit={submit} noValidate>
             {error && (
               <p class="form-error" role="alert">
@@ -107,6 +135,7 @@ export function Login() {
               <a href="/accounts/password/reset">Forgot your password?</a>
             </p>
           </form>
+          </>
         )}
       </div>
     </main>
