@@ -17,6 +17,7 @@ import { registerStaticRoutes } from './static/index.js';
 import { registerIntegrationRoutes } from './integrations/index.js';
 import { registerWebRoutes } from './web/index.js';
 import { registerOidcRoutes } from './web/oidc.js';
+import { registerTwoFactorRoutes } from './settings/two_factor.js';
 import { registerNotificationRoutes } from './notifications/index.js';
 import { registerPasswordResetRoutes } from './web/password_reset.js';
 
@@ -40,5 +41,6 @@ export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerNotificationRoutes(app, services);
   registerWebRoutes(app, services);
   registerOidcRoutes(app, services);
+  registerTwoFactorRoutes(app, services);
   registerPasswordResetRoutes(app, services);
 }
