@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { startServer, testDatabases, type TestServer } from '../helpers/server.js';
+import { createDecipheriv, randomBytes } from 'node:crypto';
+import { captureLogs, startServer, testDatabases, type TestServer } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc_provider.js';
 import { fetchUserByDeliveryEmail } from '../../src/db/repos/users.js';
@@ -124,6 +124,24 @@ for (const kind of testDatabases()) {
       assert.match(await again.text(), /state does not match/);
     });
 
+    test('desktop_flow_otp through SSO ends on a page with the sealed one-time token, which logs the desktop app in', async () => {
+      const pad = randomBytes(32).toString('hex');
+      const jar = new Jar();
+      const callback = await toCallback(jar, `${s.url}/accounts/login/social/oidc/testidp?desktop_flow_otp=${pad}`, 'hamlet@example.com');
+      const res = await jar.fetch(callback.href);
+      assert.equal(res.status, 200);
+      const sealed = Buffer.from(/aria-label="Login token" value="([0-9a-f]+)"/.exec(await res.text())![1]!, 'hex');
+      const decipher = createDecipheriv('aes-256-gcm', Buffer.from(pad, 'hex'), sealed.subarray(0, 12));
+      decipher.setAuthTag(sealed.subarray(sealed.length - 16));
+      const token = Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]).toString('utf8');
+      assert.equal(jar.cookies.has('parley_session'), false);
+      const app = new Jar();
+      const redeemed = await app.fetch(`${s.url}/accounts/login/subdomain/${token}`);
+      assert.equal(redeemed.status, 302);
+      const me = await app.fetch(`${s.url}/json/users/me`);
+      assert.equal(((await me.json()) as { user_id: number }).user_id, s.cast.hamlet.user.id);
+    });
+
     test('a wrong state is refused, and no session starts', async () => {
       const jar = new Jar();
       const callback = await toCallback(jar, `${s.url}/accounts/login/social/oidc/testidp`, 'hamlet@example.com');
@@ -182,6 +200,23 @@ for (const kind of testDatabases()) {
       assert.equal(res.status, 403);
       assert.match(await res.text(), /Single sign-on with OpenID Connect is disabled in this organization/);
       ok(await owner.patch('/realm', { authentication_methods: JSON.stringify({ 'OpenID Connect': true }) }));
+    });
+
+    test('logs name the person, the provider and the outcome, never the code, state, pad or key', async () => {
+      const pad = randomBytes(32).toString('hex');
+      let callback: URL | undefined;
+      const logs = await captureLogs(s, async () => {
+        const jar = new Jar();
+        callback = await toCallback(jar, `${s.url}/accounts/login/social/oidc/testidp?mobile_flow_otp=${pad}`, 'hamlet@example.com');
+        assert.equal((await jar.fetch(callback.href)).status, 302);
+        const refused = new Jar();
+        await refused.fetch((await toCallback(refused, `${s.url}/accounts/login/social/oidc/testidp`, 'unverified@example.com')).href);
+      });
+      assert.match(logs, /"method":"oidc","provider":"testidp"\},"login"/);
+      assert.match(logs, /"code":"EMAIL_NOT_VERIFIED"\},"login refused"/);
+      for (const secret of [callback!.searchParams.get('code')!, callback!.searchParams.get('state')!, pad, s.cast.hamlet.user.api_key]) {
+        assert.equal(logs.includes(secret), false);
+      }
     });
 
     test('an unknown provider is a 404 page', async () => {

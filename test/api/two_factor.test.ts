@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { generate } from 'otplib';
-import { startServer, testDatabases, PASSWORD, type TestServer } from '../helpers/server.js';
+import { captureLogs, startServer, testDatabases, PASSWORD, type TestServer } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { loadConfig } from '../../src/config.js';
 
@@ -143,6 +143,20 @@ for (const kind of testDatabases()) {
       const iago = s.cast.admin.client;
       assert.deepEqual(ok(await iago.get('/users/me/two_factor')).two_factor, { enabled: true, recovery_codes_left: 10, required: true, available: true });
       err(await iago.delete('/users/me/two_factor', { code: done.body.recovery_codes[0] }), 400, 'BAD_REQUEST', 'Two-factor authentication is required for administrators on this server.');
+    });
+
+    test('logs say who passed or failed the second factor, never the codes, the secret or the token', async () => {
+      let token = '';
+      const good = recovery[3]!;
+      const logs = await captureLogs(s, async () => {
+        const b = new Browser(s.url);
+        token = (await b.password('hamlet@example.com')).body.two_factor_token;
+        assert.equal((await b.code(token, '654321')).status, 401);
+        assert.equal((await b.code(token, good)).status, 200);
+      });
+      assert.match(logs, /"code":"TWO_FACTOR_FAILED"\},"login refused"/);
+      assert.match(logs, /"method":"password\+two_factor"\},"login"/);
+      for (const x of ['654321', good, token, secret, PASSWORD]) assert.equal(logs.includes(x), false, x);
     });
 
     test('a member turns it off with a current code; then the password alone logs in again', async () => {
