@@ -15,7 +15,7 @@ import {
 } from '../db/repos/two_factor.js';
 import { isRecoveryCodeShape, newRecoveryCodes, newTotpSecret, recoveryCodeHash, totpUri, twoFactorNeeded, verifyTotp } from '../lib/two_factor.js';
 import { isAdmin } from '../lib/roles.js';
-import type { Services } from '../services.js';
+import type { ActionServices, Services } from '../services.js';
 
 /** How long someone who typed the right password has to type the second factor. */
 const PENDING_SECONDS = 10 * 60;
@@ -119,6 +119,18 @@ export async function doDisableTwoFactor(services: Services, realm: Realm, user:
   await checkTwoFactorCode(services, realm, user, code);
   await deleteTwoFactor(services.db.kysely, user.id);
   services.log.info({ realm: realm.id, user: user.id }, 'two-factor turned off');
+}
+
+/**
+ * An administrator's reset (`npx parley disable-two-factor`) for someone who lost both their phone
+ * and their recovery codes: the app and codes are forgotten; with required_for_admins, an
+ * administrator enrols again at the next login. Returns whether there was anything to remove.
+ */
+export async function doResetTwoFactor(services: ActionServices, realm: Realm, user: User): Promise<boolean> {
+  const had = (await fetchTotpDevice(services.db.kysely, user.id)) !== undefined;
+  await deleteTwoFactor(services.db.kysely, user.id);
+  if (had) services.log.info({ realm: realm.id, user: user.id }, 'two-factor reset by an administrator');
+  return had;
 }
 
 /** New recovery codes (with a current code); the old ones stop working. */

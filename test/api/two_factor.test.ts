@@ -5,6 +5,7 @@ import { generate } from 'otplib';
 import { captureLogs, startServer, testDatabases, PASSWORD, type TestServer } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { loadConfig } from '../../src/config.js';
+import { cliJson, cliRefused, parley } from '../helpers/cli.js';
 
 /**
  * Two-factor authentication (TOTP) for browser password logins: enrolment from personal
@@ -157,6 +158,15 @@ for (const kind of testDatabases()) {
       assert.match(logs, /"code":"TWO_FACTOR_FAILED"\},"login refused"/);
       assert.match(logs, /"method":"password\+two_factor"\},"login"/);
       for (const x of ['654321', good, token, secret, PASSWORD]) assert.equal(logs.includes(x), false, x);
+    });
+
+    test('npx parley disable-two-factor resets someone who lost phone and codes; an administrator enrols again at the next login', async () => {
+      const env = { DATABASE_URL: s.config.databaseUrl, PARLEY_DATA_DIR: s.config.dataDir };
+      assert.deepEqual(cliJson(await parley(env, 'disable-two-factor', '--email', 'iago@example.com')), { user_id: s.cast.admin.user.id, email: 'iago@example.com', two_factor: false });
+      cliRefused(await parley(env, 'disable-two-factor', '--email', 'iago@example.com'), "User 'iago@example.com' does not use two-factor authentication");
+      const login = await new Browser(s.url).password('iago@example.com');
+      assert.equal(login.body.two_factor_required, true);
+      assert.match(login.body.enrolment.secret, /^[A-Z2-7]{32}$/);
     });
 
     test('a member turns it off with a current code; then the password alone logs in again', async () => {
