@@ -6,6 +6,7 @@ import { err, ok } from '../helpers/assert.js';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc_provider.js';
 import { fetchUserByDeliveryEmail } from '../../src/db/repos/users.js';
 import { loadConfig } from '../../src/config.js';
+import { assertConforms } from '../helpers/openapi.js';
 
 /**
  * Single sign-on against a real OpenID Connect provider on loopback (oidc-provider): the
@@ -86,7 +87,9 @@ for (const kind of testDatabases()) {
     });
 
     test('server_settings lists the provider as Zulip lists its external methods; register has the switch', async () => {
-      const body = ok(await s.anonymous.get('/server_settings'));
+      const res = await s.anonymous.get('/server_settings');
+      assertConforms(res, 'GET', '/server_settings');
+      const body = ok(res);
       assert.equal(body.authentication_methods['openid connect'], true);
       assert.deepEqual(body.external_authentication_methods, [
         {
@@ -246,5 +249,22 @@ describe('single sign-on is rate-limited per address like fetch_api_key', () => 
     assert.equal(res.status, 429);
     assert.equal(((await res.json()) as { code: string }).code, 'RATE_LIMIT_HIT');
     assert.ok(Number(res.headers.get('retry-after')) > 0);
+  });
+});
+
+describe('a provider that cannot be reached', () => {
+  let s: TestServer;
+  before(async () => {
+    const down = { key: 'down', issuer: 'http://127.0.0.1:9', clientId: 'x', clientSecret: 'y', displayName: 'Down IdP', displayIcon: null };
+    s = await startServer('sqlite', { oidc: [down] });
+  });
+  after(async () => s?.close());
+
+  test('gives a clear 503 page, never a 500, and lets nobody in', async () => {
+    const jar = new Jar();
+    const res = await jar.fetch(`${s.url}/accounts/login/social/oidc/down`);
+    assert.equal(res.status, 503);
+    assert.match(await res.text(), /Down IdP cannot be reached, so logging in with it is not possible right now/);
+    assert.equal(jar.cookies.has('parley_session'), false);
   });
 });
