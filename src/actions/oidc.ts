@@ -8,6 +8,7 @@ import { oidcAuthorizationRequest, oidcCompleteLogin, OidcRejectedError, OidcUna
 import { realmAuthMethods } from '../lib/auth_methods.js';
 import { doCreateExternallyAuthenticatedUser } from './external_auth.js';
 import type { OidcProviderConfig } from '../config.js';
+import type { LoginTarget } from './two_factor.js';
 import type { ActionServices } from '../services.js';
 
 /** Zulip's social auth keeps its partial login this long (SOCIAL_AUTH session data). */
@@ -16,14 +17,7 @@ const STATE_SECONDS = 10 * 60;
 const refused = (msg: string): JsonableError => new JsonableError(msg, 'AUTHENTICATION_FAILED', 401);
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
-/** Where the login goes once the provider vouched for someone (the apps' OTP flows, or a page of this server). */
-export interface OidcLoginTarget {
-  mobileFlowOtp?: string;
-  desktopFlowOtp?: string;
-  next: string;
-}
-
-interface StoredOidcState extends OidcLoginTarget {
+interface StoredOidcState extends LoginTarget {
   provider: string;
   nonce: string;
   codeVerifier: string;
@@ -44,7 +38,7 @@ export function accessOidcProvider(services: ActionServices, realm: Realm, key: 
  * state's hash) for the callback; the browser is sent to the returned URL and must come back
  * with the state it was given, which it also holds in a cookie.
  */
-export async function doStartOidcLogin(services: ActionServices, realm: Realm, idp: OidcProviderConfig, redirectUri: string, target: OidcLoginTarget): Promise<{ url: string; state: string }> {
+export async function doStartOidcLogin(services: ActionServices, realm: Realm, idp: OidcProviderConfig, redirectUri: string, target: LoginTarget): Promise<{ url: string; state: string }> {
   let req;
   try {
     req = await oidcAuthorizationRequest(idp, redirectUri);
@@ -70,7 +64,7 @@ export async function checkOidcCallback(
   realm: Realm,
   callbackUrl: URL,
   cookieState: string | undefined,
-): Promise<{ user: User; target: OidcLoginTarget; provider: string }> {
+): Promise<{ user: User; target: LoginTarget; provider: string }> {
   const state = callbackUrl.searchParams.get('state') ?? '';
   const row = state ? await takeAuthLoginState(services.db.kysely, sha256(state), 'oidc') : undefined;
   if (!row || row.realm_id !== realm.id || row.expires < now() || !cookieState || cookieState !== state) {
@@ -79,7 +73,7 @@ export async function checkOidcCallback(
   }
   const stored = JSON.parse(row.data) as StoredOidcState;
   const idp = accessOidcProvider(services, realm, stored.provider);
-  const target: OidcLoginTarget = { mobileFlowOtp: stored.mobileFlowOtp, desktopFlowOtp: stored.desktopFlowOtp, next: stored.next };
+  const target: LoginTarget = { mobileFlowOtp: stored.mobileFlowOtp, desktopFlowOtp: stored.desktopFlowOtp, next: stored.next };
   const providerError = callbackUrl.searchParams.get('error');
   if (providerError) {
     services.log.info({ realm: realm.id, method: 'oidc', provider: idp.key, code: providerError }, 'login refused');
