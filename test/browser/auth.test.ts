@@ -5,6 +5,7 @@ import { generate } from 'otplib';
 import { PASSWORD, startServer, type TestServer } from '../helpers/server.js';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc_provider.js';
 import { buildWeb, chromiumMissing, launch, loggedIn } from './helpers.js';
+import { ok } from '../helpers/assert.js';
 
 const totp = (secret: string, offset = 0) => generate({ secret, epoch: Math.floor(Date.now() / 1000) + offset * 30 });
 
@@ -48,6 +49,18 @@ describe('single sign-on and two-factor login in Chromium', { skip: chromiumMiss
     await page.getByRole('navigation', { name: 'Channels' }).waitFor();
     assert.equal(new URL(page.url()).origin, s.url);
     await context.close();
+  });
+
+  test('with passwords switched off, /login offers only the single sign-on button', async () => {
+    const owner = s.cast.owner.client;
+    ok(await owner.patch('/realm', { authentication_methods: JSON.stringify({ Email: false }) }));
+    const page = await browser.newPage();
+    await page.goto(`${s.url}/login`);
+    await page.getByRole('link', { name: 'Log in with Test IdP' }).waitFor();
+    assert.equal(await page.getByLabel('Password').count(), 0);
+    assert.equal(await page.getByText('or', { exact: true }).count(), 0);
+    await page.close();
+    ok(await owner.patch('/realm', { authentication_methods: JSON.stringify({ Email: true }) }));
   });
 
   test('enrol in Account & privacy, then a password login asks for the code: a wrong one is shown in place, the right one gets in', async () => {

@@ -6,7 +6,7 @@ interface ServerSettings {
   realm_name?: string;
   realm_icon?: string;
   require_email_format_usernames?: boolean;
-  email_auth_enabled?: boolean;
+  authentication_methods?: { password?: boolean };
   external_authentication_methods?: { name: string; display_name: string; display_icon: string | null; login_url: string }[];
 }
 
@@ -97,6 +97,8 @@ export function Login() {
 
   const usernameLabel = settings.require_email_format_usernames === false ? 'Username' : 'Email';
   const external = settings.external_authentication_methods ?? [];
+  // With passwords (and the directory) switched off, single sign-on is the only way in.
+  const passwordForm = settings.authentication_methods?.password !== false || external.length === 0;
 
   return (
     <main class="login">
@@ -177,47 +179,51 @@ export function Login() {
                     Log in with {m.display_name}
                   </a>
                 ))}
-                <p class="login-or" aria-hidden="true">
-                  or
-                </p>
+                {passwordForm && (
+                  <p class="login-or" aria-hidden="true">
+                    or
+                  </p>
+                )}
               </div>
             )}
-            <form onSubmit={submit} noValidate>
-              {error && (
-                <p class="form-error" role="alert">
-                  {error}
+            {passwordForm && (
+              <form onSubmit={submit} noValidate>
+                {error && (
+                  <p class="form-error" role="alert">
+                    {error}
+                  </p>
+                )}
+                <label for="login-email">{usernameLabel}</label>
+                <input
+                  id="login-email"
+                  name="username"
+                  type="text"
+                  inputMode={usernameLabel === 'Email' ? 'email' : 'text'}
+                  autoCapitalize="none"
+                  autoComplete="username"
+                  required
+                  autoFocus
+                  value={email}
+                  onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
+                />
+                <label for="login-password">Password</label>
+                <input
+                  id="login-password"
+                  name="password"
+                  type="password"
+                  autoComplete="current-password"
+                  required
+                  value={password}
+                  onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+                />
+                <button type="submit" class="primary" disabled={busy}>
+                  Log in
+                </button>
+                <p class="login-forgot">
+                  <a href="/accounts/password/reset">Forgot your password?</a>
                 </p>
-              )}
-              <label for="login-email">{usernameLabel}</label>
-              <input
-                id="login-email"
-                name="username"
-                type="text"
-                inputMode={usernameLabel === 'Email' ? 'email' : 'text'}
-                autoCapitalize="none"
-                autoComplete="username"
-                required
-                autoFocus
-                value={email}
-                onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
-              />
-              <label for="login-password">Password</label>
-              <input
-                id="login-password"
-                name="password"
-                type="password"
-                autoComplete="current-password"
-                required
-                value={password}
-                onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
-              />
-              <button type="submit" class="primary" disabled={busy}>
-                Log in
-              </button>
-              <p class="login-forgot">
-                <a href="/accounts/password/reset">Forgot your password?</a>
-              </p>
-            </form>
+              </form>
+            )}
           </>
         )}
       </div>
