@@ -11,6 +11,9 @@ import { fetchRealmByStringId } from '../src/db/repos/realms.js';
 import { runDemo } from '../src/cli/demo.js';
 import { freePort } from '../bench/lib/util.js';
 import { buildWeb, launch, scratchServerEnv } from '../test/browser/helpers.js';
+import { generate } from 'otplib';
+import { doConfirmTotpEnrolment, doStartTotpEnrolment } from '../src/actions/two_factor.js';
+import { fetchUserByEmail } from '../src/db/repos/users.js';
 
 const OUT = 'docs/screenshots';
 
@@ -21,11 +24,17 @@ const { dir, env } = scratchServerEnv('parley-screenshots-', port, {
   PARLEY_OWNER_EMAIL: 'owner@example.com',
   PARLEY_OWNER_PASSWORD: 'parley-demo',
   PARLEY_REALM_NAME: 'Elsinore',
+  // A single sign-on button on the login page (the provider is only asked when it is clicked).
+  PARLEY_OIDC_PROVIDERS: JSON.stringify({ company: { oidc_url: 'https://sso.example.com', client_id: 'parley', secret: 'unused', display_name: 'Company SSO' } }),
 });
 const app = await buildApp(loadConfig({}, env), { announce: () => undefined });
 await app.fastify.listen({ port, host: '127.0.0.1' });
 const realm = (await fetchRealmByStringId(app.services.db.kysely, ''))!;
 await runDemo(app.services, realm, { domain: 'example.com', password: 'parley-demo' });
+// Cordelia uses two-factor authentication, for the login's second step.
+const cordelia = (await fetchUserByEmail(app.services.db.kysely, realm.id, 'cordelia@example.com'))!;
+const { secret } = await doStartTotpEnrolment(app.services, realm, cordelia);
+await doConfirmTotpEnrolment(app.services, realm, cordelia, await generate({ secret }));
 const base = `http://localhost:${port}`;
 const browser = await launch();
 mkdirSync(OUT, { recursive: true });
@@ -54,6 +63,12 @@ try {
       await page.goto(`${base}/login`);
       await page.getByRole('button', { name: 'Log in' }).waitFor();
       await shot('login');
+      await page.getByLabel('Email').fill('cordelia@example.com');
+      await page.getByLabel('Password').fill('parley-demo');
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('heading', { name: 'Two-factor authentication' }).waitFor();
+      await shot('login-two-factor');
+      await page.context().clearCookies();
       await logIn(page);
       await shot('inbox');
       await page.goto(`${base}/#narrow/channel/1-general/topic/welcome`);

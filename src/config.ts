@@ -110,6 +110,14 @@ export interface Config {
   ldap: LdapConfig | null;
   /** Zulip's JWT_AUTH_KEYS for POST /jwt/fetch_api_key: the shared key and accepted algorithms; null: off. */
   jwt: { key: string; algorithms: string[] } | null;
+  /** OpenID Connect identity providers (Zulip's SOCIAL_AUTH_OIDC_ENABLED_IDPS), in button order; empty: off. */
+  oidc: OidcProviderConfig[];
+  /**
+   * Zulip's TWO_FACTOR_AUTHENTICATION_ENABLED for browser password logins: `off`, `optional`
+   * (people may enrol a TOTP app in their settings) or `required_for_admins` (also, owners and
+   * administrators must enrol before their first browser session).
+   */
+  twoFactor: 'off' | 'optional' | 'required_for_admins';
   /** Zulip's PASSWORD_MIN_LENGTH and PASSWORD_MIN_GUESSES (zxcvbn's estimate of guesses needed). */
   passwords: { minLength: number; minGuesses: number };
   /** How long a password reset link works (Zulip: one day). */
@@ -120,6 +128,56 @@ export interface Config {
    * Bearer <token>` when a token is set.
    */
   metrics: { enabled: boolean; port: number | null; host: string; token: string | null };
+}
+
+/** One OpenID Connect provider: `key` names it in URLs and in external_authentication_methods (`oidc:<key>`). */
+export interface OidcProviderConfig {
+  key: string;
+  /** The issuer; its /.well-known/openid-configuration is read at first use. */
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  displayName: string;
+  /** URL of the button's icon, or null (Zulip's display_icon). */
+  displayIcon: string | null;
+}
+
+/**
+ * PARLEY_OIDC_PROVIDERS: a JSON object of key -> {oidc_url, client_id, secret, display_name,
+ * display_icon}, the shape of Zulip's SOCIAL_AUTH_OIDC_ENABLED_IDPS, so a Zulip setting carries over.
+ */
+function oidcConfig(v: string | undefined): OidcProviderConfig[] {
+  if (!v?.trim()) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(v);
+  } catch {
+    throw new Error('PARLEY_OIDC_PROVIDERS is not valid JSON');
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('PARLEY_OIDC_PROVIDERS must be a JSON object of provider name -> settings');
+  return Object.entries(parsed as Record<string, Record<string, unknown>>).map(([key, idp]) => {
+    if (!/^[a-z0-9_-]{1,40}$/.test(key)) throw new Error(`PARLEY_OIDC_PROVIDERS: provider name "${key}" must be 1-40 of a-z, 0-9, _ and -`);
+    const str = (name: string, required: boolean): string | null => {
+      const x = idp?.[name];
+      if (typeof x === 'string' && x) return x;
+      if (required) throw new Error(`PARLEY_OIDC_PROVIDERS["${key}"].${name} is required`);
+      return null;
+    };
+    return {
+      key,
+      issuer: str('oidc_url', true)!,
+      clientId: str('client_id', true)!,
+      clientSecret: str('secret', true)!,
+      displayName: str('display_name', false) ?? key,
+      displayIcon: str('display_icon', false),
+    };
+  });
+}
+
+function twoFactorConfig(v: string | undefined): Config['twoFactor'] {
+  const x = v?.trim() || 'optional';
+  if (x !== 'off' && x !== 'optional' && x !== 'required_for_admins') throw new Error('PARLEY_TWO_FACTOR_AUTHENTICATION must be off, optional or required_for_admins');
+  return x;
 }
 
 /**
@@ -322,6 +380,8 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
     jwt: e.PARLEY_JWT_KEY
       ? { key: e.PARLEY_JWT_KEY, algorithms: (e.PARLEY_JWT_ALGORITHMS ?? 'HS256').split(',').map((a) => a.trim()).filter(Boolean) }
       : null,
+    oidc: oidcConfig(e.PARLEY_OIDC_PROVIDERS),
+    twoFactor: twoFactorConfig(e.PARLEY_TWO_FACTOR_AUTHENTICATION),
     metrics: {
       enabled: (e.PARLEY_METRICS ?? 'off') === 'on',
       port: e.PARLEY_METRICS_PORT ? int(e.PARLEY_METRICS_PORT, 0) : null,

@@ -11,7 +11,8 @@ import type { ActionServices } from '../services.js';
 /**
  * PATCH /realm authentication_methods (Zulip's update_realm): owners only; every name must be a
  * backend this server provides; at least one stays on, and one the acting owner can log in with
- * (a Parley password for Email, an entry in the directory for LDAP), so no owner locks themself out.
+ * (a Parley password for Email, an entry in the directory for LDAP, any for OpenID Connect), so no
+ * owner locks themself out.
  * Returns the backends to switch off.
  */
 export async function checkAuthMethodsUpdate(services: ActionServices, realm: Realm, user: User, wanted: Record<string, unknown>): Promise<AuthBackendName[]> {
@@ -36,6 +37,9 @@ export async function checkAuthMethodsUpdate(services: ActionServices, realm: Re
       throw badRequest('The directory service cannot be reached to confirm you could still log in; try again later.');
     }
   }
+  // An identity provider's people are matched by email, which Parley cannot ask it about: an
+  // owner who switches it on is taken to hold an account there.
+  if (!usable && enabled.includes('OpenID Connect')) usable = true;
   if (!usable) throw badRequest('You would not be able to log in with any enabled authentication method; keep one you can use enabled.');
   return available.filter((n) => !next[n]);
 }

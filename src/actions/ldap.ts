@@ -1,17 +1,14 @@
 import { JsonableError } from '../errors.js';
-import { now } from '../db/index.js';
 import type { Realm, User } from '../db/tables.js';
 import { fetchRealmUsers, fetchUserByDeliveryEmail, fetchUserById } from '../db/repos/users.js';
-import { fetchPendingInvites, markEmailInvitesUsed } from '../db/repos/invites.js';
 import { fetchCustomProfileFields, fetchCustomProfileValue } from '../db/repos/custom_profile_fields.js';
 import { fetchStoredFile } from '../db/repos/stored_files.js';
-import { checkEmailAvailable, checkFullName, doChangeFullName, doCreateUser, doDeactivateUser, doReactivateUser, doUpdateProfileData, type ProfileDataChange } from './users.js';
+import { checkFullName, doChangeFullName, doDeactivateUser, doReactivateUser, doUpdateProfileData, type ProfileDataChange } from './users.js';
 import { doSetAvatar, avatarFileNames } from './avatars.js';
 import { ldapAuthenticate, ldapFindByEmails, ldapProfile, ldapSyncsActiveStatus, LdapUnavailableError, type LdapProfile } from '../lib/ldap.js';
 import { FIELD_LONG_TEXT, FIELD_SHORT_TEXT, FIELD_URL } from '../lib/custom_profile_fields.js';
 import { sniffImageType, storedPath } from '../lib/uploads.js';
-import { realmSettings } from '../lib/realm_settings.js';
-import { ROLE_MEMBER } from '../lib/roles.js';
+import { doCreateExternallyAuthenticatedUser } from './external_auth.js';
 import { AVATAR_FROM_USER } from '../lib/avatar.js';
 import type { LdapConfig } from '../config.js';
 import type { ActionServices } from '../services.js';
@@ -64,45 +61,14 @@ async function doSyncLdapData(services: ActionServices, realm: Realm, user: User
 }
 
 /**
- * Creates the account of someone the directory just vouched for (Zulip's get_or_build_user):
- * the organization's email rules apply, and when it requires invitations a pending one for the
- * address gives the role and channels; the account has no Parley password.
+ * Creates the account of someone the directory just vouched for (Zulip's get_or_build_user),
+ * then copies avatar and profile fields from the directory.
  */
 async function doCreateLdapUser(services: ActionServices, realm: Realm, email: string, profile: LdapProfile): Promise<User> {
-  const db = services.db.kysely;
-  if (realm.deactivated) throw new JsonableError('This organization has been deactivated', 'REALM_DEACTIVATED', 401);
-  try {
-    await checkEmailAvailable(db, realm, email);
-  } catch (e) {
-    if (e instanceof JsonableError) throw authenticationFailed(`Your directory account cannot join this organization: ${e.message}`);
-    throw e;
-  }
-  const invite = (await fetchPendingInvites(db, realm.id, now())).find((i) => !i.multiuse && i.email.toLowerCase() === email.toLowerCase());
-  if (!invite && realmSettings(realm).invite_required) {
-    throw authenticationFailed('You need an invitation to join this organization. Ask an administrator to invite you.');
-  }
-  if (profile.fullName === null) throw authenticationFailed('Your directory account has no name Parley can use. Ask your administrator.');
-  let fullName: string;
-  try {
-    fullName = await checkFullName(db, realm, profile.fullName);
-  } catch (e) {
-    if (e instanceof JsonableError) throw authenticationFailed(`Your directory account's name cannot be used: ${e.message}`);
-    throw e;
-  }
-  const user = await doCreateUser(services, realm, {
-    email,
-    fullName,
-    password: null,
-    role: invite?.invited_as ?? ROLE_MEMBER,
-    actingUser: null,
-    initialStreams: invite
-      ? { streamIds: JSON.parse(invite.stream_ids) as number[], includeDefaults: !!invite.include_realm_default_subscriptions }
-      : { streamIds: [], includeDefaults: true },
-  });
-  if (invite) await markEmailInvitesUsed(db, realm.id, email);
+  const user = await doCreateExternallyAuthenticatedUser(services, realm, email, profile.fullName, 'directory account');
   await doSyncLdapData(services, realm, user, { ...profile, fullName: null });
   services.log.info({ realm: realm.id, user: user.id }, 'ldap: created account on first login');
-  return (await fetchUserById(db, realm.id, user.id)) ?? user;
+  return (await fetchUserById(services.db.kysely, realm.id, user.id)) ?? user;
 }
 
 /**

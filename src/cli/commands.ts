@@ -224,6 +224,15 @@ export async function reactivateUser(realmId: string, opts: { email: string }): 
   });
 }
 
+export async function disableTwoFactor(realmId: string, opts: { email: string }): Promise<unknown> {
+  const { doResetTwoFactor } = await import('../actions/two_factor.js');
+  return withContext(realmId, async (services, realm) => {
+    const user = await userByEmail(services, realm, opts.email);
+    if (!(await doResetTwoFactor(services, realm, user))) throw new CliError(`User '${user.delivery_email}' does not use two-factor authentication`);
+    return { user_id: user.id, email: user.email, two_factor: false };
+  });
+}
+
 export async function setRole(realmId: string, opts: { email: string; role: string }): Promise<unknown> {
   const role = ROLE_NAMES[opts.role];
   if (role === undefined) throw new CliError(`Invalid role '${opts.role}': use owner, admin, moderator, member or guest`);

@@ -101,6 +101,12 @@ export function buildProgram(io: CliOutput = processOutput): Command {
     .action(async (opts) => print(await (await commands()).reactivateUser(realm(), opts)));
 
   program
+    .command('disable-two-factor')
+    .description("turn off a user's two-factor authentication (lost phone and recovery codes); they can enrol again")
+    .requiredOption('--email <email>', 'email address')
+    .action(async (opts) => print(await (await commands()).disableTwoFactor(realm(), opts)));
+
+  program
     .command('set-role')
     .description("change a user's role")
     .requiredOption('--email <email>', 'email address')

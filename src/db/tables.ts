@@ -352,6 +352,29 @@ export interface SessionTable {
   expires: number;
 }
 
+export interface AuthLoginStateTable {
+  id: string;
+  kind: string;
+  realm_id: number;
+  user_id: number | null;
+  data: string;
+  expires: number;
+}
+
+export interface UserTotpDeviceTable {
+  user_id: number;
+  secret: string;
+  confirmed: number;
+  last_time_step: number;
+  created: number;
+}
+
+export interface UserRecoveryCodeTable {
+  id: Generated<number>;
+  user_id: number;
+  code_hash: string;
+}
+
 export interface UserStatusTable {
   user_id: number;
   status_text: Generated<string>;
@@ -628,6 +651,9 @@ export interface DB {
   muted_users: MutedUserTable;
   audit_log: AuditLogTable;
   sessions: SessionTable;
+  auth_login_states: AuthLoginStateTable;
+  user_totp_devices: UserTotpDeviceTable;
+  user_recovery_codes: UserRecoveryCodeTable;
   user_status: UserStatusTable;
   server_secrets: ServerSecretTable;
   stored_files: StoredFileTable;

@@ -7,7 +7,7 @@ import type { Realm } from '../db/tables.js';
  * (PATCH /realm authentication_methods). The switched-off ones are kept in the realm's settings
  * JSON under their own key, beside (not among) the Zulip realm properties.
  */
-export const AUTH_BACKEND_NAMES = ['Email', 'LDAP'] as const;
+export const AUTH_BACKEND_NAMES = ['Email', 'LDAP', 'OpenID Connect'] as const;
 export type AuthBackendName = (typeof AUTH_BACKEND_NAMES)[number];
 
 const DISABLED_KEY = 'disabled_authentication_methods';
@@ -16,7 +16,24 @@ const DISABLED_KEY = 'disabled_authentication_methods';
 export function availableAuthBackends(config: Config): AuthBackendName[] {
   const out: AuthBackendName[] = ['Email'];
   if (config.ldap) out.push('LDAP');
+  if (config.oidc.length) out.push('OpenID Connect');
   return out;
+}
+
+/**
+ * Zulip's get_external_method_dicts: one button per identity provider while the organization
+ * has OpenID Connect on. Several providers are named `oidc:<key>` as Zulip names its several
+ * SAML IdPs (`saml:<key>`); the apps open login_url with `?mobile_flow_otp=...` appended.
+ */
+export function externalAuthMethods(config: Config, realm: Pick<Realm, 'settings'>): Array<{ name: string; display_name: string; display_icon: string | null; login_url: string; signup_url: string }> {
+  if (!realmAuthMethods(config, realm)['OpenID Connect']) return [];
+  return config.oidc.map((idp) => ({
+    name: `oidc:${idp.key}`,
+    display_name: idp.displayName,
+    display_icon: idp.displayIcon,
+    login_url: `/accounts/login/social/oidc/${idp.key}`,
+    signup_url: `/accounts/register/social/oidc/${idp.key}`,
+  }));
 }
 
 function disabledBackends(realm: Pick<Realm, 'settings'>): string[] {

@@ -16,6 +16,8 @@ import { registerHealthRoutes } from './health/index.js';
 import { registerStaticRoutes } from './static/index.js';
 import { registerIntegrationRoutes } from './integrations/index.js';
 import { registerWebRoutes } from './web/index.js';
+import { registerOidcRoutes } from './web/oidc.js';
+import { registerTwoFactorRoutes } from './settings/two_factor.js';
 import { registerNotificationRoutes } from './notifications/index.js';
 import { registerPasswordResetRoutes } from './web/password_reset.js';
 
@@ -38,5 +40,7 @@ export function registerRoutes(app: FastifyInstance, services: Services): void {
   registerIntegrationRoutes(app, services);
   registerNotificationRoutes(app, services);
   registerWebRoutes(app, services);
+  registerOidcRoutes(app, services);
+  registerTwoFactorRoutes(app, services);
   registerPasswordResetRoutes(app, services);
 }

@@ -187,3 +187,26 @@ export function forEachDatabase(
     });
   }
 }
+
+/**
+ * Records what the server's actions log (info and warn, as JSON) while `run` runs, for tests
+ * proving that logs name people and outcomes but never secrets.
+ */
+export async function captureLogs(server: TestServer, run: () => Promise<void>): Promise<string> {
+  const log = server.app.services.log as unknown as Record<'info' | 'warn', (...args: unknown[]) => void>;
+  const lines: string[] = [];
+  const saved = { info: log.info, warn: log.warn };
+  for (const level of ['info', 'warn'] as const) {
+    log[level] = (...args: unknown[]) => {
+      lines.push(JSON.stringify(args));
+      saved[level].apply(log, args);
+    };
+  }
+  try {
+    await run();
+  } finally {
+    log.info = saved.info;
+    log.warn = saved.warn;
+  }
+  return lines.join('\n');
+}

@@ -6,7 +6,7 @@ import { realmUrl, realmIconUrl } from '../../lib/urls.js';
 import { renderRealmDescription } from '../../lib/format/settings.js';
 import { realmSettings } from '../../lib/realm_settings.js';
 import { hasWebPublicStreams } from '../../db/repos/settings.js';
-import { realmAuthMethods, requireEmailFormatUsernames } from '../../lib/auth_methods.js';
+import { externalAuthMethods, realmAuthMethods, requireEmailFormatUsernames } from '../../lib/auth_methods.js';
 
 export function registerServerRoutes(app: FastifyInstance, services: Services): void {
   // Unauthenticated; python's client sends Basic auth here too, which is simply not checked.
@@ -33,9 +33,9 @@ export function registerServerRoutes(app: FastifyInstance, services: Services): 
           apple: false,
           google: false,
           saml: false,
-          'openid connect': false,
+          'openid connect': !!methods['OpenID Connect'],
         },
-        external_authentication_methods: [],
+        external_authentication_methods: externalAuthMethods(services.config, realm),
         zulip_feature_level: ZULIP_FEATURE_LEVEL,
         zulip_version: ZULIP_VERSION,
         zulip_merge_base: ZULIP_MERGE_BASE,

@@ -14,6 +14,8 @@ import { checkCsrf, createLoginToken, endSession, ensureCsrfCookie, redeemLoginT
 import { requestRealm } from '../endpoint.js';
 import { createMailer } from '../../lib/email.js';
 import { notifyNewLogin } from '../../actions/password_reset.js';
+import { checkTwoFactorLogin, doStartTwoFactorLogin, type LoginTarget } from '../../actions/two_factor.js';
+import type { Realm, User } from '../../db/tables.js';
 
 /** web/dist, built by `npm run build` (scripts/build.mjs). */
 export const WEB_DIST = join(PROJECT_ROOT, 'web', 'dist') + sep;
@@ -44,10 +46,10 @@ function shell(page: 'index' | 'login'): string | null {
   }
 }
 
-const html = (reply: FastifyReply, status: number, body: string) =>
+export const html = (reply: FastifyReply, status: number, body: string) =>
   reply.code(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
 
-const messagePage = (title: string, text: string): string =>
+export const messagePage = (title: string, text: string): string =>
   `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem}</style></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p><p><a href="/login">Log in</a></p></body></html>`;
 
@@ -138,23 +140,51 @@ export function registerWebRoutes(app: FastifyInstance, services: Services): voi
     if (!f.username) throw new JsonableError('Missing username', 'REQUEST_VARIABLE_MISSING', 400, { var_name: 'username' });
     if (!f.password) throw new JsonableError('Missing password', 'REQUEST_VARIABLE_MISSING', 400, { var_name: 'password' });
     const user = await checkFetchApiKey(services, realm, f.username, f.password);
+    const target: LoginTarget = { mobileFlowOtp, desktopFlowOtp, next: safeNext(f.next) };
+    // Zulip's two-factor login (TWO_FACTOR_AUTHENTICATION_ENABLED): the password was right; the
+    // session, or the app's key, waits for the second step. fetch_api_key is not gated, as in Zulip.
+    const pending = await doStartTwoFactorLogin(services, realm, user, target);
+    if (pending) {
+      services.log.info({ realm: realm.id, user: user.id, enrol: pending.enrolment !== null }, 'login: second factor asked');
+      return { result: 'success', msg: '', two_factor_required: true, two_factor_token: pending.token, enrolment: pending.enrolment };
+    }
+    return finishLogin(req, reply, realm, user, target);
+  });
+
+  /** A complete login: the apps' one-time-pad flows, or a browser session. */
+  const finishLogin = async (req: FastifyRequest, reply: FastifyReply, realm: Realm, user: User, target: LoginTarget) => {
     notifyNewLogin(services, mailer, realm, user, { userAgent: req.headers['user-agent'] ?? '', ip: req.ip });
-    if (mobileFlowOtp) {
+    if (target.mobileFlowOtp) {
       // Zulip's create_response_for_otp_flow: the app's pad encrypts the key; no browser session.
       const params = new URLSearchParams({
-        otp_encrypted_api_key: otpEncryptApiKey(user.api_key, mobileFlowOtp),
+        otp_encrypted_api_key: otpEncryptApiKey(user.api_key, target.mobileFlowOtp),
         email: user.delivery_email,
         user_id: String(user.id),
         realm: realmUrl(services.config, realm),
       });
       return { result: 'success', msg: '', redirect_to: `zulip://login?${params.toString()}` };
     }
-    if (desktopFlowOtp) {
+    if (target.desktopFlowOtp) {
       const token = await createLoginToken(services, user);
-      return { result: 'success', msg: '', desktop_data: desktopFlowEncrypt(token, desktopFlowOtp), browser_url: '/login' };
+      return { result: 'success', msg: '', desktop_data: desktopFlowEncrypt(token, target.desktopFlowOtp), browser_url: '/login' };
     }
     reply.header('Set-Cookie', await startSession(services, user));
-    return { result: 'success', msg: '', redirect_to: safeNext(f.next) };
+    return { result: 'success', msg: '', redirect_to: target.next };
+  };
+
+  // The second step of a login with two-factor authentication: the first step's token and a
+  // code from the app (or a recovery code); with an enrolment, the new recovery codes come back.
+  app.post('/accounts/login/two_factor', async (req, reply) => {
+    const realm = await requestRealm(services, req);
+    await services.rateLimiter.checkApi(req, reply, null);
+    checkCsrf(req);
+    const f = form(req);
+    if (!f.code) throw new JsonableError('Missing code', 'REQUEST_VARIABLE_MISSING', 400, { var_name: 'code' });
+    const { user, target, recoveryCodes } = await checkTwoFactorLogin(services, realm, f.two_factor_token ?? '', f.code);
+    checkCanAuthenticate(realm, user);
+    services.log.info({ realm: realm.id, user: user.id, method: 'password+two_factor' }, 'login');
+    const out = await finishLogin(req, reply, realm, user, target);
+    return recoveryCodes ? { ...out, recovery_codes: recoveryCodes } : out;
   });
 
   // Zulip's log_into_subdomain: the desktop app opens this with the token it decrypted.

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, ApiError, csrfToken } from '../api/client';
 import type { State } from '../state/store';
 import { Avatar } from '../ui/Avatar';
+import { TwoFactorSetting } from './TwoFactor';
 import { Checkbox, cropSquare, errorText, isAdmin, saveSetting, Section, Select, Subsection, TextSetting, uploadForm, useId, useSaver } from './common';
 
 const settingsOf = (s: State): Record<string, any> => s.reg.user_settings ?? {};
@@ -183,6 +184,7 @@ export function Account({ s }: { s: State }) {
         {emailSent && <p role="status">Check your email ({emailSent}) to confirm the new address.</p>}
         <PasswordChange />
         <ApiKey s={s} email={email} />
+        <TwoFactorSetting />
       </Subsection>
       <Subsection title="Privacy">
         <Select
