@@ -13,12 +13,7 @@ import { buildWeb, chromiumMissing, launch, loggedIn } from './helpers.js';
  * person does in settings, checked on the server, in the mail and on another person's open page.
  * Controls are found by their accessible names, which are Zulip's labels.
  */
-// Opt-in until a flaw is found: in about three runs out of four with other test files running
-// beside them, one of these tests times out because a settings screen never appears, a
-// different test each time (issue 16's note). PARLEY_SETTINGS_UI_TESTS=on runs them.
-const settingsUiTests = process.env.PARLEY_SETTINGS_UI_TESTS === 'on' ? false : 'the settings UI tests are opt-in while they fail intermittently: set PARLEY_SETTINGS_UI_TESTS=on';
-
-describe('web settings in Chromium', { skip: chromiumMissing || settingsUiTests }, () => {
+describe('web settings in Chromium', { skip: chromiumMissing }, () => {
   let s: TestServer;
   let browser: Browser;
   let smtp: SMTPServer;
