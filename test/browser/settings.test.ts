@@ -350,4 +350,37 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await othello.context.close();
     await owner.context.close();
   });
+  test('the theme and the plain-text emoji set chosen in Preferences apply at once, and follow the person to another tab', async () => {
+    ok(await s.cast.hamlet.client.post('/messages', { type: 'stream', to: general, topic: 'looks', content: 'Looks good :smile:' }));
+    const { page, context } = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD, `#narrow/channel/${general}-general/topic/looks`);
+    const other = await context.newPage();
+    await other.goto(`${s.url}/#narrow/channel/${general}-general/topic/looks`);
+    const smile = other.getByRole('article').filter({ hasText: 'Looks good' }).getByRole('img', { name: 'smile' });
+    await smile.waitFor();
+    assert.notEqual(await smile.textContent(), ':smile:');
+    const background = (p: Page) => p.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    await page.emulateMedia({ colorScheme: 'light' });
+    await other.emulateMedia({ colorScheme: 'light' });
+    assert.equal(await background(other), 'rgb(255, 255, 255)');
+
+    await page.goto(`${s.url}/#settings/preferences`);
+    const prefs = page.getByRole('dialog', { name: 'Settings' });
+    await prefs.getByLabel('Theme', { exact: true }).selectOption({ label: 'Dark' });
+    await saved(page);
+    await prefs.getByLabel('Emoji theme').selectOption({ label: 'Plain text' });
+    await saved(page);
+    // The other tab turns dark although the system is light, and shows emoji as their names.
+    await other.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(29, 31, 36)');
+    await other.getByRole('article').filter({ hasText: 'Looks good' }).getByRole('img', { name: 'smile' }).filter({ hasText: ':smile:' }).waitFor();
+    const reg = ok(await s.cast.hamlet.client.post('/register', { fetch_event_types: ['user_settings'] }));
+    assert.equal(reg.user_settings.color_scheme, 2);
+    assert.equal(reg.user_settings.emojiset, 'text');
+
+    await prefs.getByLabel('Theme', { exact: true }).selectOption({ label: 'Automatic (follows system settings)' });
+    await saved(page);
+    await other.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(255, 255, 255)');
+    await prefs.getByLabel('Emoji theme').selectOption({ label: 'Google' });
+    await saved(page);
+    await context.close();
+  });
 });

@@ -343,11 +343,7 @@ export function Preferences({ s }: { s: State }) {
         <Select
           label="Emoji theme"
           value={us.emojiset ?? 'google'}
-          options={[
-            ['google', 'Google'],
-            ['twitter', 'Twitter'],
-            ['text', 'Plain text'],
-          ]}
+          options={((us.emojiset_choices ?? []) as { key: string; text: string }[]).map((c) => [c.key, c.text] as [string, string])}
           onSave={(v) => saveSetting({ emojiset: v })}
         />
       </Subsection>
