@@ -383,4 +383,32 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await saved(page);
     await context.close();
   });
+  test('navigation views: a built-in view unpinned leaves the sidebar, a view of one\'s own joins it, live in another tab', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#settings/navigation-views');
+    const other = await context.newPage();
+    await other.goto(`${s.url}/#inbox`);
+    const sidebar = other.getByRole('navigation', { name: 'Views' });
+    await sidebar.getByRole('link', { name: 'Combined feed' }).waitFor();
+    const list = page.getByRole('list', { name: 'Navigation views' });
+    await list.getByLabel('Combined feed').uncheck();
+    await saved(page);
+    await sidebar.getByRole('link', { name: 'Combined feed' }).waitFor({ state: 'detached' });
+
+    const form = page.getByRole('form', { name: 'Add a navigation view' });
+    await form.getByLabel('Name').fill('Alerts');
+    await form.getByLabel('Address').fill('#narrow/is/alerted');
+    await form.getByRole('button', { name: 'Add' }).click();
+    await sidebar.getByRole('link', { name: 'Alerts' }).waitFor();
+    assert.equal(await sidebar.getByRole('link', { name: 'Alerts' }).getAttribute('href'), '#narrow/is/alerted');
+    const views = ok(await s.cast.othello.client.get('/navigation_views')).navigation_views;
+    assert.deepEqual(views, [
+      { fragment: 'feed', is_pinned: false, name: null },
+      { fragment: 'narrow/is/alerted', is_pinned: true, name: 'Alerts' },
+    ]);
+    await page.getByRole('button', { name: 'Remove navigation view Alerts' }).click();
+    await sidebar.getByRole('link', { name: 'Alerts' }).waitFor({ state: 'detached' });
+    await list.getByLabel('Combined feed').check();
+    await sidebar.getByRole('link', { name: 'Combined feed' }).waitFor();
+    await context.close();
+  });
 });

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, csrfToken } from '../api/client';
 import type { State } from '../state/store';
+import { BUILT_IN_VIEWS, type NavigationView } from './live';
 import { Avatar } from '../ui/Avatar';
 import { Checkbox, cropSquare, errorText, isAdmin, saveSetting, Section, Select, Subsection, TextSetting, uploadForm, useId, useSaver } from './common';
 
@@ -615,6 +616,63 @@ export function SavedSnippets({ s }: { s: State }) {
           </li>
         ))}
       </ul>
+    </Section>
+  );
+}
+
+/**
+ * The views at the top of the left sidebar (register's navigation_views): the built-in ones
+ * can be unpinned (they stay at their address), and any address can be added as a view of one's
+ * own. Zulip's API has them; its web app has no screen for them yet, so the address is Parley's.
+ */
+export function NavigationViews({ s }: { s: State }) {
+  const views: NavigationView[] = s.reg.navigation_views ?? [];
+  const byFragment = new Map(views.map((v) => [v.fragment, v]));
+  const custom = views.filter((v) => !BUILT_IN_VIEWS.some(([f]) => f === v.fragment));
+  const [name, setName] = useState('');
+  const [fragment, setFragment] = useState('');
+  const saver = useSaver();
+  const ids = { n: useId('nvn'), f: useId('nvf') };
+  const pin = (f: string, isPinned: boolean) =>
+    byFragment.has(f) ? api('PATCH', `/navigation_views/${f}`, { is_pinned: isPinned }) : api('POST', '/navigation_views', { fragment: f, is_pinned: isPinned });
+  return (
+    <Section title="Navigation views" intro="Checked views are pinned to the top of the left sidebar; the others stay at their address.">
+      <ul class="plain settings-list" aria-label="Navigation views">
+        {BUILT_IN_VIEWS.map(([f, label]) => (
+          <li>
+            <Checkbox label={label} checked={byFragment.get(f)?.is_pinned !== false} onSave={(v) => pin(f, v)} />
+            <a href={`#${f}`}>#{f}</a>
+          </li>
+        ))}
+        {custom.map((v) => (
+          <li>
+            <Checkbox label={v.name ?? v.fragment} checked={v.is_pinned} onSave={(on) => pin(v.fragment, on)} />
+            <a href={`#${v.fragment}`}>#{v.fragment}</a>
+            <button type="button" class="danger" aria-label={`Remove navigation view ${v.name ?? v.fragment}`} onClick={() => void saver.run(() => api('DELETE', `/navigation_views/${v.fragment}`))}>
+              Remove
+            </button>
+          </li>
+        ))}
+      </ul>
+      <form
+        class="setting-grid"
+        aria-label="Add a navigation view"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void saver.run(() => api('POST', '/navigation_views', { fragment: fragment.replace(/^#/, ''), name, is_pinned: true })).then((ok) => ok && (setName(''), setFragment('')));
+        }}
+      >
+        <label for={ids.n}>Name</label>
+        <input id={ids.n} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <label for={ids.f}>Address</label>
+        <input id={ids.f} value={fragment} placeholder="narrow/is/alerted" onInput={(e) => setFragment(e.currentTarget.value)} />
+        <div class="setting-actions">
+          <button class="primary" type="submit" disabled={!name.trim() || !fragment.trim()}>
+            Add
+          </button>
+          {saver.status}
+        </div>
+      </form>
     </Section>
   );
 }
