@@ -411,4 +411,43 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await sidebar.getByRole('link', { name: 'Combined feed' }).waitFor();
     await context.close();
   });
+  test('an administrator sets announcement channels, move limits, edit history, the Jitsi URL, channel folders and new users\' default settings', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.admin.user.email, PASSWORD, '#organization/organization-settings');
+    const dialog = page.getByRole('dialog', { name: 'Settings' });
+    await dialog.getByLabel('New user announcements').selectOption({ label: '#general' });
+    await saved(page);
+    await dialog.getByLabel('Time limit for moving messages between topics').selectOption({ label: '1 hour' });
+    await saved(page);
+    await dialog.getByLabel('Message edit history').selectOption({ label: 'Show moves only' });
+    await saved(page);
+    const jitsi = dialog.getByLabel(/^Jitsi server URL/);
+    await jitsi.fill('https://meet.example.com/');
+    await jitsi.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).click();
+    await saved(page);
+    await dialog.getByLabel('New channel folder').fill('Engineering');
+    await dialog.getByRole('button', { name: 'Create', exact: true }).click();
+    await dialog.getByRole('list', { name: 'Channel folders' }).getByText('Engineering').waitFor();
+    // Authentication methods are the owners': shown, disabled with the reason.
+    const email = dialog.getByLabel('Email and password');
+    assert.equal(await email.isDisabled(), true);
+
+    const realm = ok(await s.cast.admin.client.post('/register', { fetch_event_types: ['realm', 'realm_user_settings_defaults'] }));
+    assert.equal(realm.realm_signup_announcements_stream_id, general);
+    assert.equal(realm.realm_move_messages_within_stream_limit_seconds, 3600);
+    assert.equal(realm.realm_message_edit_history_visibility_policy, 'moves');
+    assert.equal(realm.realm_jitsi_server_url, 'https://meet.example.com/');
+    const folders = ok(await s.cast.admin.client.get('/channel_folders')).channel_folders as { name: string }[];
+    assert.deepEqual(folders.map((f) => f.name), ['Engineering']);
+
+    await page.goto(`${s.url}/#organization/default-user-settings`);
+    await dialog.getByRole('heading', { name: 'Default user settings' }).waitFor();
+    await dialog.getByLabel('Theme', { exact: true }).selectOption({ label: 'Dark' });
+    await saved(page);
+    // Not an organization default: the login-email notice stays each person's own.
+    assert.equal(await dialog.getByLabel('Send email notifications for new logins to my account').count(), 0);
+    const defaults = ok(await s.cast.admin.client.post('/register', { fetch_event_types: ['realm_user_settings_defaults'] })).realm_user_settings_defaults;
+    assert.equal(defaults.color_scheme, 2);
+    ok(await s.cast.admin.client.patch('/realm/user_settings_defaults', { color_scheme: 1 }));
+    await context.close();
+  });
 });

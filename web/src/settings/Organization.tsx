@@ -78,6 +78,7 @@ const LIMITS: [number | 'null', string][] = [
   [600, '10 minutes'],
   [3600, '1 hour'],
   [86400, '1 day'],
+  [259200, '3 days'],
   [604800, '1 week'],
 ];
 
@@ -89,6 +90,39 @@ function limitOptions(current: number | null): [string, string][] {
 
 const limitValue = (v: string) => (v === 'null' ? 0 : Number(v));
 
+/** A time limit of PATCH /realm (seconds, or "unlimited"), as a choice of durations. */
+function LimitSetting({ s, name, label }: { s: State; name: string; label: string }) {
+  const current = s.reg[`realm_${name}`] ?? null;
+  return (
+    <Select
+      label={label}
+      value={String(current ?? 'null')}
+      options={limitOptions(current)}
+      onSave={(v) => patchRealm({ [name]: v === 'null' ? 'unlimited' : limitValue(v) })}
+      disabledReason={isAdmin(s) ? undefined : ADMIN_ONLY}
+    />
+  );
+}
+
+/** A boolean of PATCH /realm, saved as it changes. */
+function RealmCheckbox({ s, name, label, reason }: { s: State; name: string; label: string; reason?: string }) {
+  return <Checkbox label={label} checked={!!s.reg[`realm_${name}`]} onSave={(v) => patchRealm({ [name]: v })} disabledReason={reason} />;
+}
+
+/** A channel setting of PATCH /realm (an announcement channel), -1 for none. */
+function RealmChannel({ s, name, label, reason }: { s: State; name: string; label: string; reason?: string }) {
+  const channels = [...s.channelNames.entries()].sort((a, b) => a[1].localeCompare(b[1]));
+  return (
+    <Select
+      label={label}
+      value={s.reg[`realm_${name}`] ?? -1}
+      options={[[-1, 'Disabled'], ...channels.map(([id, n]) => [id, `#${n}`] as [number, string])]}
+      onSave={(v) => patchRealm({ [name]: v })}
+      disabledReason={reason}
+    />
+  );
+}
+
 export function OrganizationSettings({ s }: { s: State }) {
   const r = s.reg;
   const reason = isAdmin(s) ? undefined : ADMIN_ONLY;
@@ -97,18 +131,19 @@ export function OrganizationSettings({ s }: { s: State }) {
     <Section title="Organization settings">
       <Subsection title="Message editing">
         <Checkbox label="Allow message editing" checked={!!r.realm_allow_message_editing} onSave={(v) => patchRealm({ allow_message_editing: v })} disabledReason={reason} />
+        <LimitSetting s={s} name="message_content_edit_limit_seconds" label="Time limit for editing messages" />
+        <LimitSetting s={s} name="message_content_delete_limit_seconds" label="Time limit for deleting messages" />
+        <LimitSetting s={s} name="move_messages_within_stream_limit_seconds" label="Time limit for moving messages between topics" />
+        <LimitSetting s={s} name="move_messages_between_streams_limit_seconds" label="Time limit for moving messages between channels" />
         <Select
-          label="Time limit for editing messages"
-          value={String(r.realm_message_content_edit_limit_seconds ?? 'null')}
-          options={limitOptions(r.realm_message_content_edit_limit_seconds ?? null)}
-          onSave={(v) => patchRealm({ message_content_edit_limit_seconds: v === 'null' ? 'unlimited' : limitValue(v) })}
-          disabledReason={reason}
-        />
-        <Select
-          label="Time limit for deleting messages"
-          value={String(r.realm_message_content_delete_limit_seconds ?? 'null')}
-          options={limitOptions(r.realm_message_content_delete_limit_seconds ?? null)}
-          onSave={(v) => patchRealm({ message_content_delete_limit_seconds: v === 'null' ? 'unlimited' : limitValue(v) })}
+          label="Message edit history"
+          value={r.realm_message_edit_history_visibility_policy ?? 'all'}
+          options={[
+            ['all', 'Show edits and moves'],
+            ['moves', 'Show moves only'],
+            ['none', "Don't show edit history"],
+          ]}
+          onSave={(v) => patchRealm({ message_edit_history_visibility_policy: v })}
           disabledReason={reason}
         />
         <Select
@@ -130,6 +165,16 @@ export function OrganizationSettings({ s }: { s: State }) {
           onSave={(v) => patchRealm({ video_chat_provider: v })}
           disabledReason={reason}
         />
+        <TextSetting
+          label={`Jitsi server URL (empty: this server's default, ${r.server_jitsi_server_url ?? 'none'})`}
+          type="url"
+          value={r.realm_jitsi_server_url ?? ''}
+          onSave={(v) => patchRealm({ jitsi_server_url: JSON.stringify(v.trim() || 'default') })}
+          disabledReason={reason}
+        />
+        <RealmCheckbox s={s} name="inline_url_embed_preview" label="Show previews of linked websites" reason={reason} />
+        <RealmCheckbox s={s} name="message_content_allowed_in_email_notifications" label="Allow message content in message notification emails" reason={reason} />
+        <RealmCheckbox s={s} name="enable_guest_user_dm_warning" label="Warn when composing a direct message to a guest" reason={reason} />
         <Checkbox label="Show previews of uploaded and linked images and videos" checked={!!r.realm_inline_image_preview} onSave={(v) => patchRealm({ inline_image_preview: v })} disabledReason={reason} />
         <Checkbox label="Send emails introducing Zulip to new users" checked={!!r.realm_send_welcome_emails} onSave={(v) => patchRealm({ send_welcome_emails: v })} disabledReason={reason} />
         <Checkbox label="Allow sending read receipts" checked={!!r.realm_enable_read_receipts} onSave={(v) => patchRealm({ enable_read_receipts: v })} disabledReason={reason} />
@@ -148,6 +193,12 @@ export function OrganizationSettings({ s }: { s: State }) {
           disabledReason={reason}
         />
         <TextSetting label="Custom welcome message" multiline value={r.realm_welcome_message_custom_text ?? ''} onSave={(v) => patchRealm({ welcome_message_custom_text: v })} disabledReason={reason} />
+      </Subsection>
+      <Subsection title="Automated messages and emails">
+        <RealmChannel s={s} name="new_stream_announcements_stream_id" label="New channel announcements" reason={reason} />
+        <RealmChannel s={s} name="signup_announcements_stream_id" label="New user announcements" reason={reason} />
+        <RealmChannel s={s} name="zulip_update_announcements_stream_id" label="Zulip update announcements" reason={reason} />
+        <RealmChannel s={s} name="moderation_request_channel_id" label="Moderation requests" reason={reason} />
       </Subsection>
       <Subsection title="Message retention">
         <Select
@@ -182,7 +233,77 @@ export function OrganizationSettings({ s }: { s: State }) {
         <Domains s={s} reason={isOwner(s) ? undefined : OWNER_ONLY} />
         <DefaultChannels s={s} reason={reason} />
       </Subsection>
+      <AuthenticationMethods s={s} />
+      <ChannelFolders s={s} reason={reason} />
     </Section>
+  );
+}
+
+/** Register's realm_authentication_methods: each backend's state; owners change them. */
+function AuthenticationMethods({ s }: { s: State }) {
+  const methods = Object.entries((s.reg.realm_authentication_methods ?? {}) as Record<string, { enabled: boolean; available: boolean; unavailable_reason?: string }>);
+  return (
+    <Subsection title="Authentication methods">
+      {methods.map(([name, m]) => (
+        <Checkbox
+          label={name === 'Email' ? 'Email and password' : name}
+          checked={m.enabled}
+          onSave={(v) => patchRealm({ authentication_methods: { [name]: v } })}
+          disabledReason={!m.available ? m.unavailable_reason ?? 'Not configured on this server.' : isOwner(s) ? undefined : OWNER_ONLY}
+        />
+      ))}
+    </Subsection>
+  );
+}
+
+interface ChannelFolder {
+  id: number;
+  name: string;
+  description: string;
+  is_archived: boolean;
+}
+
+/** The organization's channel folders (GET /channel_folders), fetched again on channel_folder events. */
+function ChannelFolders({ s, reason }: { s: State; reason?: string }) {
+  const { data } = useFetched(s, ['channel_folder'], () => api('GET', '/channel_folders', { include_archived: true }).then((r) => r.channel_folders as ChannelFolder[]));
+  const [name, setName] = useState('');
+  const saver = useSaver();
+  const id = useId('cf');
+  return (
+    <Subsection title="Channel folders">
+      <ul class="plain settings-list" aria-label="Channel folders">
+        {(data ?? []).map((f) => (
+          <li>
+            <span>
+              {f.name}
+              {f.is_archived && ' (archived)'}
+            </span>
+            <span class="muted">{f.description}</span>
+            {!reason && (
+              <button type="button" aria-label={`${f.is_archived ? 'Unarchive' : 'Archive'} channel folder ${f.name}`} onClick={() => void saver.run(() => api('PATCH', `/channel_folders/${f.id}`, { is_archived: !f.is_archived }))}>
+                {f.is_archived ? 'Unarchive' : 'Archive'}
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      {!reason && (
+        <form
+          class="setting-row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void saver.run(() => api('POST', '/channel_folders/create', { name, description: '' })).then((ok) => ok && setName(''));
+          }}
+        >
+          <label for={id}>New channel folder</label>
+          <input id={id} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          <button type="submit" disabled={!name.trim()}>
+            Create
+          </button>
+        </form>
+      )}
+      {saver.status}
+    </Subsection>
   );
 }
 

@@ -1,15 +1,37 @@
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, ApiError, csrfToken } from '../api/client';
+import { api, ApiError, csrfToken, type Params } from '../api/client';
 import type { State } from '../state/store';
 import { BUILT_IN_VIEWS, type NavigationView } from './live';
 import { Avatar } from '../ui/Avatar';
-import { Checkbox, cropSquare, errorText, isAdmin, saveSetting, Section, Select, Subsection, TextSetting, uploadForm, useId, useSaver } from './common';
+import { ADMIN_ONLY, Checkbox, cropSquare, errorText, isAdmin, saveSetting, Section, Select, Subsection, TextSetting, uploadForm, useId, useSaver } from './common';
 
 const settingsOf = (s: State): Record<string, any> => s.reg.user_settings ?? {};
 
-/** A boolean personal setting, saved as it changes. */
-function Toggle({ s, name, label }: { s: State; name: string; label: string }) {
-  return <Checkbox label={label} checked={!!settingsOf(s)[name]} onSave={(v) => saveSetting({ [name]: v })} />;
+/**
+ * Where a screen of user settings reads and saves: the person's own (PATCH /settings), or the
+ * organization's defaults for new users (PATCH /realm/user_settings_defaults), which have the
+ * same names.
+ */
+export interface SettingsSource {
+  values: Record<string, any>;
+  save: (params: Record<string, unknown>) => Promise<unknown>;
+  disabledReason?: string;
+  /** Settings this source cannot change. */
+  omit?: string[];
+}
+
+const personal = (s: State): SettingsSource => ({ values: settingsOf(s), save: (p) => saveSetting(p as Params) });
+
+/** A boolean user setting, saved as it changes. */
+function Toggle({ src, name, label }: { src: SettingsSource; name: string; label: string }) {
+  if (src.omit?.includes(name)) return null;
+  return <Checkbox label={label} checked={!!src.values[name]} onSave={(v) => src.save({ [name]: v })} disabledReason={src.disabledReason} />;
+}
+
+/** A user setting chosen from a list, saved as it changes. */
+function Choice<T extends string | number>({ src, name, label, options, fallback }: { src: SettingsSource; name: string; label: string; options: [T, string][]; fallback: T }) {
+  return <Select label={label} value={(src.values[name] ?? fallback) as T} options={options} onSave={(v) => src.save({ [name]: v })} disabledReason={src.disabledReason} />;
 }
 
 export function Profile({ s }: { s: State }) {
@@ -165,6 +187,7 @@ function StatusSetting({ s }: { s: State }) {
 
 export function Account({ s }: { s: State }) {
   const us = settingsOf(s);
+  const src = personal(s);
   const email = s.reg.delivery_email ?? s.me.email;
   const emailReason = s.reg.realm_email_changes_disabled && !isAdmin(s) ? 'Email address changes are disabled in this organization.' : undefined;
   const [emailSent, setEmailSent] = useState<string | null>(null);
@@ -198,11 +221,11 @@ export function Account({ s }: { s: State }) {
           ]}
           onSave={(v) => saveSetting({ email_address_visibility: v })}
         />
-        <Toggle s={s} name="send_private_typing_notifications" label="Let recipients see when I'm typing direct messages" />
-        <Toggle s={s} name="send_stream_typing_notifications" label="Let recipients see when I'm typing messages in channels" />
-        <Toggle s={s} name="send_read_receipts" label="Let others see when I've read messages" />
-        <Toggle s={s} name="presence_enabled" label="Display my availability to other users" />
-        <Toggle s={s} name="allow_private_data_export" label="Let administrators export my private data" />
+        <Toggle src={src} name="send_private_typing_notifications" label="Let recipients see when I'm typing direct messages" />
+        <Toggle src={src} name="send_stream_typing_notifications" label="Let recipients see when I'm typing messages in channels" />
+        <Toggle src={src} name="send_read_receipts" label="Let others see when I've read messages" />
+        <Toggle src={src} name="presence_enabled" label="Display my availability to other users" />
+        <Toggle src={src} name="allow_private_data_export" label="Let administrators export my private data" />
       </Subsection>
     </Section>
   );
@@ -314,69 +337,96 @@ function ApiKey({ s, email }: { s: State; email: string }) {
 }
 
 export function Preferences({ s }: { s: State }) {
-  const us = settingsOf(s);
+  const src = personal(s);
   const zones = (Intl as any).supportedValuesOf?.('timeZone') as string[] | undefined;
-  const tz = us.timezone || s.settings.timezone;
+  const tz = src.values.timezone || s.settings.timezone;
   return (
     <Section title="Preferences">
-      <Subsection title="General">
+      <PreferenceFields src={src}>
         <Select label="Language" value="en" options={[['en', 'English']]} onSave={async () => undefined} disabledReason="Parley's web app is in English." />
-        <Select
+        <Select label="Time zone" value={tz} options={[...new Set([tz, ...(zones ?? [])])].map((z) => [z, z] as [string, string])} onSave={(v) => saveSetting({ timezone: v })} />
+      </PreferenceFields>
+    </Section>
+  );
+}
+
+/** What new users of the organization start with (Zulip's "Default user settings"). */
+export function DefaultUserSettings({ s }: { s: State }) {
+  const src: SettingsSource = {
+    values: s.reg.realm_user_settings_defaults ?? {},
+    save: (p) => api('PATCH', '/realm/user_settings_defaults', p as Params),
+    disabledReason: isAdmin(s) ? undefined : ADMIN_ONLY,
+    // Register lists them among the defaults, but each person's own (Zulip's update_realm_user_settings_defaults refuses them).
+    omit: ['enable_login_emails'],
+  };
+  return (
+    <Section title="Default user settings" intro="The settings new users of this organization start with; each person can change their own.">
+      <PreferenceFields src={src} />
+      <NotificationFields src={src} />
+    </Section>
+  );
+}
+
+/** The preferences a person has and an organization sets defaults for; `children` lead "General". */
+function PreferenceFields({ src, children }: { src: SettingsSource; children?: ComponentChildren }) {
+  return (
+    <>
+      <Subsection title="General">
+        {children}
+        <Choice
+          src={src}
+          name="color_scheme"
           label="Theme"
-          value={us.color_scheme ?? 1}
+          fallback={1}
           options={[
             [1, 'Automatic (follows system settings)'],
             [3, 'Light'],
             [2, 'Dark'],
           ]}
-          onSave={(v) => saveSetting({ color_scheme: v })}
         />
         <Select
           label="Time format"
-          value={us.twenty_four_hour_time ? '24' : '12'}
+          value={src.values.twenty_four_hour_time ? '24' : '12'}
           options={[
             ['12', '12-hour clock (5:00 PM)'],
             ['24', '24-hour clock (17:00)'],
           ]}
-          onSave={(v) => saveSetting({ twenty_four_hour_time: v === '24' })}
+          onSave={(v) => src.save({ twenty_four_hour_time: v === '24' })}
+          disabledReason={src.disabledReason}
         />
-        <Select label="Time zone" value={tz} options={[...new Set([tz, ...(zones ?? [])])].map((z) => [z, z] as [string, string])} onSave={(v) => saveSetting({ timezone: v })} />
-        <Select
-          label="Emoji theme"
-          value={us.emojiset ?? 'google'}
-          options={((us.emojiset_choices ?? []) as { key: string; text: string }[]).map((c) => [c.key, c.text] as [string, string])}
-          onSave={(v) => saveSetting({ emojiset: v })}
-        />
+        <Choice src={src} name="emojiset" label="Emoji theme" fallback="google" options={((src.values.emojiset_choices ?? []) as { key: string; text: string }[]).map((c) => [c.key, c.text] as [string, string])} />
       </Subsection>
       <Subsection title="Navigation">
-        <Select
+        <Choice
+          src={src}
+          name="web_home_view"
           label="Home view"
-          value={us.web_home_view ?? 'inbox'}
+          fallback="inbox"
           options={[
             ['inbox', 'Inbox'],
             ['recent_topics', 'Recent conversations'],
             ['all_messages', 'Combined feed'],
           ]}
-          onSave={(v) => saveSetting({ web_home_view: v })}
         />
-        <Select
+        <Choice
+          src={src}
+          name="web_channel_default_view"
           label="Default view for channels"
-          value={us.web_channel_default_view ?? 1}
+          fallback={1}
           options={[
             [1, 'Top topic in the channel'],
             [2, 'Channel feed'],
             [3, 'List of topics'],
             [4, 'Top unread topic in channel'],
           ]}
-          onSave={(v) => saveSetting({ web_channel_default_view: v })}
         />
-        <Toggle s={s} name="web_escape_navigates_to_home_view" label="Escape key navigates to home view" />
+        <Toggle src={src} name="web_escape_navigates_to_home_view" label="Escape key navigates to home view" />
       </Subsection>
       <Subsection title="Compose">
-        <Toggle s={s} name="enter_sends" label="Enter sends" />
-        <Toggle s={s} name="translate_emoticons" label="Convert emoticons before sending (:) becomes 😃)" />
+        <Toggle src={src} name="enter_sends" label="Enter sends" />
+        <Toggle src={src} name="translate_emoticons" label="Convert emoticons before sending (:) becomes 😃)" />
       </Subsection>
-    </Section>
+    </>
   );
 }
 
@@ -388,47 +438,13 @@ const STREAM_NOTIFICATIONS: [string, string, string][] = [
 ];
 
 export function Notifications({ s }: { s: State }) {
-  const us = settingsOf(s);
+  const src = personal(s);
+  const us = src.values;
   const saver = useSaver();
   const subs = [...s.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
   return (
     <Section title="Notifications">
-      <Subsection title="Channels">
-        {STREAM_NOTIFICATIONS.map(([, name, label]) => (
-          <Toggle s={s} name={name} label={`Channels: ${label}`} />
-        ))}
-        <Toggle s={s} name="wildcard_mentions_notify" label="Notify for @all, @everyone and @channel mentions" />
-      </Subsection>
-      <Subsection title="Followed topics">
-        <Toggle s={s} name="enable_followed_topic_desktop_notifications" label="Followed topics: Visual desktop notifications" />
-        <Toggle s={s} name="enable_followed_topic_audible_notifications" label="Followed topics: Audible desktop notifications" />
-        <Toggle s={s} name="enable_followed_topic_push_notifications" label="Followed topics: Mobile notifications" />
-        <Toggle s={s} name="enable_followed_topic_email_notifications" label="Followed topics: Email notifications" />
-      </Subsection>
-      <Subsection title="Direct messages and mentions">
-        <Toggle s={s} name="enable_desktop_notifications" label="Visual desktop notifications" />
-        <Toggle s={s} name="enable_sounds" label="Audible desktop notifications" />
-        <Toggle s={s} name="enable_offline_push_notifications" label="Mobile notifications" />
-        <Toggle s={s} name="enable_offline_email_notifications" label="Email notifications" />
-        <Toggle s={s} name="pm_content_in_desktop_notifications" label="Include content of direct messages in desktop notifications" />
-      </Subsection>
-      <Subsection title="Email">
-        <Toggle s={s} name="enable_digest_emails" label="Send digest emails when I'm away" />
-        <Toggle s={s} name="enable_login_emails" label="Send email notifications for new logins to my account" />
-        <Toggle s={s} name="message_content_in_email_notifications" label="Include message content in message notification emails" />
-        <Select
-          label="Delay before sending message notification emails"
-          value={us.email_notifications_batching_period_seconds ?? 120}
-          options={[
-            [120, '2 minutes'],
-            [300, '5 minutes'],
-            [600, '10 minutes'],
-            [1800, '30 minutes'],
-            [3600, '1 hour'],
-          ]}
-          onSave={(v) => saveSetting({ email_notifications_batching_period_seconds: v })}
-        />
-      </Subsection>
+      <NotificationFields src={src} />
       {subs.length > 0 && (
         <Subsection title="Notification settings for channels">
           <table class="settings-table">
@@ -466,6 +482,51 @@ export function Notifications({ s }: { s: State }) {
         </Subsection>
       )}
     </Section>
+  );
+}
+
+/** The notification settings a person has and an organization sets defaults for. */
+function NotificationFields({ src }: { src: SettingsSource }) {
+  return (
+    <>
+      <Subsection title="Channels">
+        {STREAM_NOTIFICATIONS.map(([, name, label]) => (
+          <Toggle src={src} name={name} label={`Channels: ${label}`} />
+        ))}
+        <Toggle src={src} name="wildcard_mentions_notify" label="Notify for @all, @everyone and @channel mentions" />
+      </Subsection>
+      <Subsection title="Followed topics">
+        <Toggle src={src} name="enable_followed_topic_desktop_notifications" label="Followed topics: Visual desktop notifications" />
+        <Toggle src={src} name="enable_followed_topic_audible_notifications" label="Followed topics: Audible desktop notifications" />
+        <Toggle src={src} name="enable_followed_topic_push_notifications" label="Followed topics: Mobile notifications" />
+        <Toggle src={src} name="enable_followed_topic_email_notifications" label="Followed topics: Email notifications" />
+      </Subsection>
+      <Subsection title="Direct messages and mentions">
+        <Toggle src={src} name="enable_desktop_notifications" label="Visual desktop notifications" />
+        <Toggle src={src} name="enable_sounds" label="Audible desktop notifications" />
+        <Toggle src={src} name="enable_offline_push_notifications" label="Mobile notifications" />
+        <Toggle src={src} name="enable_offline_email_notifications" label="Email notifications" />
+        <Toggle src={src} name="pm_content_in_desktop_notifications" label="Include content of direct messages in desktop notifications" />
+      </Subsection>
+      <Subsection title="Email">
+        <Toggle src={src} name="enable_digest_emails" label="Send digest emails when I'm away" />
+        <Toggle src={src} name="enable_login_emails" label="Send email notifications for new logins to my account" />
+        <Toggle src={src} name="message_content_in_email_notifications" label="Include message content in message notification emails" />
+        <Choice
+          src={src}
+          name="email_notifications_batching_period_seconds"
+          label="Delay before sending message notification emails"
+          fallback={120}
+          options={[
+            [120, '2 minutes'],
+            [300, '5 minutes'],
+            [600, '10 minutes'],
+            [1800, '30 minutes'],
+            [3600, '1 hour'],
+          ]}
+        />
+      </Subsection>
+    </>
   );
 }
 
