@@ -450,4 +450,34 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     ok(await s.cast.admin.client.patch('/realm/user_settings_defaults', { color_scheme: 1 }));
     await context.close();
   });
+  test('a bot\'s owner renames it, sets its default channel, hands it to another owner and regenerates its API key', async () => {
+    const bot = s.cast.bot.user;
+    const { page, context } = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD, '#settings/your-bots');
+    const table = page.getByRole('table', { name: 'Bots' });
+    await table.getByRole('button', { name: `Generate a new API key for ${bot.full_name}` }).click();
+    const key = table.getByLabel(`API key of ${bot.full_name}`);
+    await key.waitFor();
+    const fresh = (await key.textContent())!;
+    assert.notEqual(fresh, bot.api_key);
+    const auth = (k: string) => ({ authorization: `Basic ${Buffer.from(`${bot.email}:${k}`).toString('base64')}` });
+    assert.equal((await fetch(`${s.url}/api/v1/users/me`, { headers: auth(bot.api_key) })).status, 401);
+    assert.equal((await fetch(`${s.url}/api/v1/users/me`, { headers: auth(fresh) })).status, 200);
+
+    await table.getByRole('button', { name: `Edit ${bot.full_name}` }).click();
+    const form = page.getByRole('form', { name: `Edit ${bot.full_name}` });
+    await form.getByLabel('Name').fill('Greeter Bot');
+    await form.getByLabel('Default channel for messages it sends').selectOption({ label: '#general' });
+    await form.getByRole('button', { name: 'Save' }).click();
+    await table.getByRole('rowheader', { name: 'Greeter Bot' }).waitFor();
+    const mine = ok(await s.cast.hamlet.client.get('/bots')).bots as { full_name: string; default_sending_stream: string | null }[];
+    assert.deepEqual(mine.map((b) => [b.full_name, b.default_sending_stream]), [['Greeter Bot', 'general']]);
+
+    await table.getByRole('button', { name: 'Edit Greeter Bot' }).click();
+    await page.getByRole('form', { name: 'Edit Greeter Bot' }).getByLabel('Owner').selectOption({ label: 'Othello, the Moor of Venice' });
+    await page.getByRole('form', { name: 'Edit Greeter Bot' }).getByRole('button', { name: 'Save' }).click();
+    // No longer Hamlet's: it leaves his list, live.
+    await table.getByRole('rowheader', { name: 'Greeter Bot' }).waitFor({ state: 'detached' });
+    assert.equal(ok(await s.cast.owner.client.get(`/users/${bot.id}`)).user.bot_owner_id, s.cast.othello.user.id);
+    await context.close();
+  });
 });

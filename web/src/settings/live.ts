@@ -115,6 +115,13 @@ export function applySettingsEvent(state: State, e: ServerEvent): void {
       else if (e.op === 'remove') reg.saved_snippets = list.filter((x) => x.id !== e.saved_snippet_id);
       return;
     }
+    case 'realm_bot': {
+      const bots: { user_id: number }[] = reg.realm_bots ?? [];
+      if (e.op === 'add') reg.realm_bots = [...bots, e.bot];
+      else if (e.op === 'update') reg.realm_bots = bots.map((b) => (b.user_id === e.bot.user_id ? { ...b, ...e.bot } : b));
+      else if (e.op === 'delete') reg.realm_bots = bots.filter((b) => b.user_id !== e.bot.user_id);
+      return;
+    }
     case 'navigation_view': {
       const views: NavigationView[] = reg.navigation_views ?? [];
       if (e.op === 'add') reg.navigation_views = [...views, e.navigation_view];
