@@ -480,4 +480,33 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     assert.equal(ok(await s.cast.owner.client.get(`/users/${bot.id}`)).user.bot_owner_id, s.cast.othello.user.id);
     await context.close();
   });
+  test('the owner edits a select field\'s choices; a person\'s answer keeps its choice through a rename', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/profile-field-settings');
+    const form = page.getByRole('form', { name: 'Add a new profile field' });
+    await form.getByLabel('Type').selectOption({ label: 'List of options' });
+    await form.getByLabel('Label').fill('Office');
+    await form.getByLabel('Field choices (one on each line)').fill('Paris\nLima');
+    await form.getByRole('button', { name: 'Add' }).click();
+    const table = page.getByRole('table', { name: 'Custom profile fields' });
+    await table.getByRole('rowheader', { name: 'Office' }).waitFor();
+    const field = (ok(await s.cast.owner.client.get('/realm/profile_fields')).custom_fields as { id: number; name: string; field_data: string }[]).find((f) => f.name === 'Office')!;
+    const lima = Object.entries(JSON.parse(field.field_data) as Record<string, { text: string }>).find(([, c]) => c.text === 'Lima')![0];
+    ok(await s.cast.hamlet.client.patch('/users/me/profile_data', { data: [{ id: field.id, value: lima }] }));
+
+    await table.getByRole('button', { name: 'Edit Office' }).click();
+    const edit = page.getByRole('form', { name: 'Edit Office' });
+    await edit.getByLabel('Choice 2', { exact: true }).fill('Lima (Peru)');
+    await edit.getByRole('button', { name: 'Remove choice 1' }).click();
+    await edit.getByRole('button', { name: 'Add choice' }).click();
+    await edit.getByLabel('Choice 2', { exact: true }).fill('Oslo');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await edit.waitFor({ state: 'detached' });
+    const after = (ok(await s.cast.owner.client.get('/realm/profile_fields')).custom_fields as { id: number; field_data: string }[]).find((f) => f.id === field.id)!;
+    const choices = JSON.parse(after.field_data) as Record<string, { text: string; order: string }>;
+    assert.deepEqual(choices[lima], { text: 'Lima (Peru)', order: '0' });
+    assert.deepEqual(Object.values(choices).map((c) => c.text).sort(), ['Lima (Peru)', 'Oslo']);
+    const hamlet = ok(await s.cast.owner.client.get(`/users/${s.cast.hamlet.user.id}`, { include_custom_profile_fields: true })).user;
+    assert.equal(hamlet.profile_data[field.id].value, lima);
+    await context.close();
+  });
 });

@@ -238,7 +238,7 @@ export function ProfileFields({ s }: { s: State }) {
     void saver.run(() => api('PATCH', '/realm/profile_fields', { order }));
   };
   const fieldData = () =>
-    type === 3 ? { field_data: Object.fromEntries(options.split('\n').map((o) => o.trim()).filter(Boolean).map((text, i) => [String(i), { text, order: String(i) }])) } : {};
+    type === 3 ? { field_data: choicesData(options.split('\n').map((text, i) => ({ id: String(i), text }))) } : {};
   if (!isAdmin(s)) return <Section title="Custom profile fields"><p class="setting-reason">{ADMIN_ONLY}</p></Section>;
   return (
     <Section title="Custom profile fields">
@@ -502,25 +502,65 @@ function EditBot({ s, bot, onDone }: { s: State; bot: BotRow; onDone: () => void
   );
 }
 
-/** A profile field's label and hint, changed in place (PATCH /realm/profile_fields/{id}). */
-function EditField({ f, onDone }: { f: { id: number; name: string; hint: string }; onDone: () => void }) {
+interface FieldChoice {
+  id: string;
+  text: string;
+}
+
+/** A select field's choices from its field_data (`{"<id>": {"text", "order"}}`), in order. */
+function parseChoices(fieldData: string): FieldChoice[] {
+  let data: Record<string, { text: string; order: string }> = {};
+  try {
+    data = JSON.parse(fieldData || '{}');
+  } catch {
+    return [];
+  }
+  return Object.entries(data)
+    .sort((a, b) => Number(a[1].order) - Number(b[1].order))
+    .map(([id, c]) => ({ id, text: c.text }));
+}
+
+/** Choices back to field_data: ids kept (people's answers name them), order as listed. */
+const choicesData = (choices: FieldChoice[]) => Object.fromEntries(choices.filter((c) => c.text.trim()).map((c, i) => [c.id, { text: c.text.trim(), order: String(i) }]));
+
+/** A profile field's label and hint, and a select field's choices, changed in place (PATCH /realm/profile_fields/{id}). */
+function EditField({ f, onDone }: { f: { id: number; name: string; hint: string; type: number; field_data: string }; onDone: () => void }) {
   const [name, setName] = useState(f.name);
   const [hint, setHint] = useState(f.hint);
+  const [choices, setChoices] = useState(() => parseChoices(f.field_data));
   const [error, setError] = useState<string | null>(null);
   const ids = { n: useId('efn'), h: useId('efh') };
+  const setChoice = (i: number, text: string) => setChoices(choices.map((c, j) => (j === i ? { ...c, text } : c)));
+  const nextId = () => String(Math.max(-1, ...choices.map((c) => Number(c.id)).filter(Number.isFinite)) + 1);
   return (
     <form
       class="setting-grid"
       aria-label={`Edit ${f.name}`}
       onSubmit={(e) => {
         e.preventDefault();
-        api('PATCH', `/realm/profile_fields/${f.id}`, { name, hint }).then(onDone, (err) => setError(errorText(err)));
+        api('PATCH', `/realm/profile_fields/${f.id}`, { name, hint, ...(f.type === 3 ? { field_data: choicesData(choices) } : {}) }).then(onDone, (err) => setError(errorText(err)));
       }}
     >
       <label for={ids.n}>Label</label>
       <input id={ids.n} value={name} onInput={(e) => setName(e.currentTarget.value)} />
       <label for={ids.h}>Hint</label>
       <input id={ids.h} value={hint} onInput={(e) => setHint(e.currentTarget.value)} />
+      {f.type === 3 && (
+        <fieldset class="grid-wide picker-list">
+          <legend>Field choices</legend>
+          {choices.map((c, i) => (
+            <div class="setting-row">
+              <input aria-label={`Choice ${i + 1}`} value={c.text} onInput={(e) => setChoice(i, e.currentTarget.value)} />
+              <button type="button" aria-label={`Remove choice ${i + 1}`} onClick={() => setChoices(choices.filter((_, j) => j !== i))}>
+                Remove
+              </button>
+            </div>
+          ))}
+          <button type="button" onClick={() => setChoices([...choices, { id: nextId(), text: '' }])}>
+            Add choice
+          </button>
+        </fieldset>
+      )}
       <div class="setting-actions">
         <button class="primary" type="submit">
           Save
