@@ -166,17 +166,23 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await message.waitFor();
 
     const hamlet = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD, '#settings/profile');
-    // A wide picture, cropped to a square before it is sent.
+    // A wide picture, red on the left half and blue on the right; the square chosen is the
+    // rightmost one (pixels 70–160), which is mostly blue.
     const png = await hamlet.page.evaluate(() => {
       const c = document.createElement('canvas');
       c.width = 160;
       c.height = 90;
       const g = c.getContext('2d')!;
-      g.fillStyle = '#c2255c';
-      g.fillRect(0, 0, 160, 90);
+      g.fillStyle = '#ff0000';
+      g.fillRect(0, 0, 80, 90);
+      g.fillStyle = '#0000ff';
+      g.fillRect(80, 0, 80, 90);
       return c.toDataURL('image/png').split(',')[1]!;
     });
     await hamlet.page.getByLabel('Upload new profile picture').setInputFiles({ name: 'me.png', mimeType: 'image/png', buffer: Buffer.from(png, 'base64') });
+    const crop = hamlet.page.getByRole('group', { name: 'Crop your profile picture' });
+    await crop.getByLabel('Horizontal position').fill('100');
+    await crop.getByRole('button', { name: 'Save profile picture' }).click();
     await saved(hamlet.page);
     const url = ok(await s.cast.othello.client.get(`/users/${s.cast.hamlet.user.id}`)).user.avatar_url as string;
     assert.match(url, /\/user_avatars\//);
@@ -185,11 +191,19 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     const img = message.locator('img.avatar');
     await img.waitFor();
     assert.equal(await img.getAttribute('src'), url);
-    const size = await img.evaluate(async (el: HTMLImageElement) => {
-      await el.decode();
-      return [el.naturalWidth, el.naturalHeight];
-    });
-    assert.equal(size[0], size[1], 'the picture was cropped to a square');
+    await img.evaluate((el: HTMLImageElement) => el.decode());
+    // The picture as the server stores it, read by sharp: a square, the chosen one.
+    const { default: sharp } = await import('sharp');
+    const stored = Buffer.from(await (await fetch(url.replace(/^http:\/\/localhost:/, 'http://127.0.0.1:'))).arrayBuffer());
+    const { data, info } = await sharp(stored).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    const pixel = (fx: number) => {
+      const at = (Math.floor(info.height / 2) * info.width + Math.floor(info.width * fx)) * 3;
+      return [...data.subarray(at, at + 3)];
+    };
+    const [width, height, left, middle] = [info.width, info.height, pixel(0.03), pixel(0.5)];
+    assert.equal(width, height, 'the picture was cropped to a square');
+    assert.ok(left[0]! > 200 && left[2]! < 60, `the square's left edge is the red half: ${left}`);
+    assert.ok(middle[2]! > 200 && middle[0]! < 60, `its middle is the blue half: ${middle}`);
     await hamlet.context.close();
     await othello.context.close();
   });

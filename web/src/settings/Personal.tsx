@@ -1,10 +1,10 @@
 import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, csrfToken, type Params } from '../api/client';
 import type { State } from '../state/store';
 import { BUILT_IN_VIEWS, type NavigationView } from './live';
 import { Avatar } from '../ui/Avatar';
-import { ADMIN_ONLY, Checkbox, cropSquare, errorText, isAdmin, saveSetting, Section, Select, Subsection, TextSetting, uploadForm, useId, useSaver } from './common';
+import { ADMIN_ONLY, Checkbox, cropArea, cropToPng, errorText, isAdmin, saveSetting, Section, Select, Subsection, TextSetting, uploadForm, useId, useSaver } from './common';
 
 const settingsOf = (s: State): Record<string, any> => s.reg.user_settings ?? {};
 
@@ -52,6 +52,7 @@ function AvatarSetting({ s, disabledReason }: { s: State; disabledReason?: strin
   const me = s.users.get(s.me.user_id) ?? s.me;
   const id = useId('avatar');
   const saver = useSaver();
+  const [file, setFile] = useState<File | null>(null);
   const custom = (me as any).avatar_source === 'U' || s.reg.avatar_source === 'U' || !String(me.avatar_url ?? '').includes('gravatar');
   return (
     <Subsection title="Profile picture">
@@ -65,8 +66,8 @@ function AvatarSetting({ s, disabledReason }: { s: State; disabledReason?: strin
             accept="image/*"
             disabled={!!disabledReason}
             onChange={(e) => {
-              const file = e.currentTarget.files?.[0];
-              if (file) void saver.run(async () => uploadForm('POST', '/users/me/avatar', { file: new File([await cropSquare(file)], 'avatar.png', { type: 'image/png' }) }));
+              setFile(e.currentTarget.files?.[0] ?? null);
+              e.currentTarget.value = '';
             }}
           />
           {custom && (
@@ -78,7 +79,90 @@ function AvatarSetting({ s, disabledReason }: { s: State; disabledReason?: strin
           {disabledReason && <span class="setting-reason">{disabledReason}</span>}
         </div>
       </div>
+      {file && (
+        <AvatarCrop
+          file={file}
+          onCancel={() => setFile(null)}
+          onSave={(png) => {
+            setFile(null);
+            void saver.run(() => uploadForm('POST', '/users/me/avatar', { file: new File([png], 'avatar.png', { type: 'image/png' }) }));
+          }}
+        />
+      )}
     </Subsection>
+  );
+}
+
+const CROP_VIEW = 320;
+
+/**
+ * Choosing the square of a new picture: the image with the square drawn on it, moved by dragging
+ * it or by the position sliders, and sized by the zoom slider (keyboard and screen readers use
+ * the sliders). Only the square is uploaded.
+ */
+function AvatarCrop({ file, onCancel, onSave }: { file: File; onCancel: () => void; onSave: (png: Blob) => void }) {
+  const [image, setImage] = useState<ImageBitmap | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [crop, setCrop] = useState({ zoom: 100, x: 50, y: 50 });
+  const canvas = useRef<HTMLCanvasElement>(null);
+  useEffect(() => {
+    createImageBitmap(file).then(setImage, () => setError('This file is not an image this browser can read.'));
+  }, [file]);
+  const scale = image ? Math.min(CROP_VIEW / image.width, CROP_VIEW / image.height) : 1;
+  const area = image ? cropArea(image.width, image.height, crop.zoom, crop.x, crop.y) : null;
+  useEffect(() => {
+    const c = canvas.current;
+    if (!c || !image || !area) return;
+    const g = c.getContext('2d')!;
+    g.clearRect(0, 0, c.width, c.height);
+    g.drawImage(image, 0, 0, c.width, c.height);
+    g.fillStyle = 'rgba(0, 0, 0, 0.55)';
+    const [l, t, side] = [area.left * scale, area.top * scale, area.side * scale];
+    g.fillRect(0, 0, c.width, t);
+    g.fillRect(0, t + side, c.width, c.height - t - side);
+    g.fillRect(0, t, l, side);
+    g.fillRect(l + side, t, c.width - l - side, side);
+    g.strokeStyle = '#ffffff';
+    g.lineWidth = 2;
+    g.strokeRect(l + 1, t + 1, side - 2, side - 2);
+  }, [image, crop]);
+  // Dragging centres the square under the pointer, as far as the image allows.
+  const drag = (e: PointerEvent) => {
+    if (!image || !area || (e.type === 'pointermove' && e.buttons !== 1)) return;
+    const box = (e.currentTarget as HTMLCanvasElement).getBoundingClientRect();
+    const px = ((e.clientX - box.left) / box.width) * image.width;
+    const py = ((e.clientY - box.top) / box.height) * image.height;
+    const at = (p: number, room: number) => (room <= 0 ? 50 : Math.min(100, Math.max(0, ((p - area.side / 2) / room) * 100)));
+    setCrop({ ...crop, x: Math.round(at(px, image.width - area.side)), y: Math.round(at(py, image.height - area.side)) });
+  };
+  const slider = (key: 'zoom' | 'x' | 'y', label: string, min: number) => (
+    <label class="crop-slider">
+      {label}
+      <input type="range" min={min} max={100} value={crop[key]} onInput={(e) => setCrop({ ...crop, [key]: Number(e.currentTarget.value) })} />
+    </label>
+  );
+  return (
+    <div class="avatar-crop" role="group" aria-label="Crop your profile picture">
+      {error && <p role="alert">{error}</p>}
+      {image && (
+        <>
+          <canvas ref={canvas} width={Math.round(image.width * scale)} height={Math.round(image.height * scale)} aria-label="The new picture; the square is what will be kept" role="img" onPointerDown={drag} onPointerMove={drag} />
+          <div class="crop-controls">
+            {slider('zoom', 'Zoom', 10)}
+            {slider('x', 'Horizontal position', 0)}
+            {slider('y', 'Vertical position', 0)}
+            <div class="setting-actions">
+              <button type="button" class="primary" onClick={() => void cropToPng(image, area!).then(onSave, (e) => setError(String(e)))}>
+                Save profile picture
+              </button>
+              <button type="button" onClick={onCancel}>
+                Cancel
+              </button>
+            </div>
+          </div>
+        </>
+      )}
+    </div>
   );
 }
 
