@@ -523,4 +523,94 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     assert.equal(hamlet.profile_data[field.id].value, lima);
     await context.close();
   });
+  test('a channel\'s settings edited by its administrator: name, description, privacy and who may post, live in a subscriber\'s sidebar', async () => {
+    ok(await s.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'ops', description: 'Operations' }], principals: [s.cast.owner.user.id, s.cast.othello.user.id] }));
+    const id = ok(await s.cast.owner.client.get('/get_stream_id', { stream: 'ops' })).stream_id as number;
+    const othello = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD);
+    await othello.page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'ops', exact: true }).waitFor();
+    const { page, context } = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, `#channels/${id}/ops/general`);
+    const dialog = page.getByRole('dialog', { name: 'Settings' });
+    const name = dialog.getByLabel('Channel name');
+    await name.fill('operations');
+    await name.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).click();
+    await saved(page);
+    const description = dialog.getByLabel('Channel description');
+    await description.fill('Keeping the lights on');
+    await description.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).click();
+    await saved(page);
+    await dialog.getByLabel('Who can access the channel?').selectOption({ label: 'Private, shared history' });
+    await saved(page);
+    await dialog.getByLabel('Who can post to this channel').selectOption({ label: 'Administrators' });
+    await saved(page);
+    // The subscriber's sidebar follows the rename and the lock, without a reload.
+    await othello.page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'operations', exact: true }).waitFor();
+
+    const c = ok(await s.cast.owner.client.get(`/streams/${id}`)).stream;
+    const groups = ok(await s.cast.owner.client.get('/user_groups')).user_groups as { id: number; name: string }[];
+    assert.deepEqual(
+      [c.name, c.description, c.invite_only, c.history_public_to_subscribers, c.can_send_message_group],
+      ['operations', 'Keeping the lights on', true, true, groups.find((g) => g.name === 'role:administrators')!.id],
+    );
+    const refused = await s.cast.othello.client.post('/messages', { type: 'stream', to: id, topic: 'x', content: 'hello' });
+    assert.equal(refused.status, 400);
+    await othello.context.close();
+    await context.close();
+  });
+
+  test('a custom emoji uploaded in settings is listed live and usable in a message', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#organization/emoji-settings');
+    const png = await page.evaluate(() => {
+      const c = document.createElement('canvas');
+      c.width = c.height = 32;
+      const g = c.getContext('2d')!;
+      g.fillStyle = '#2b8a3e';
+      g.fillRect(0, 0, 32, 32);
+      return c.toDataURL('image/png').split(',')[1]!;
+    });
+    const form = page.getByRole('form', { name: 'Add a new emoji' });
+    await form.getByLabel('Emoji name').fill('shipit');
+    await form.getByLabel('Upload emoji').setInputFiles({ name: 'shipit.png', mimeType: 'image/png', buffer: Buffer.from(png, 'base64') });
+    await form.getByRole('button', { name: 'Add emoji' }).click();
+    await page.getByRole('list', { name: 'Custom emoji' }).getByText(':shipit:').waitFor();
+    const emoji = Object.values(ok(await s.cast.owner.client.get('/realm/emoji')).emoji as Record<string, { name: string; author_id: number }>);
+    assert.deepEqual(emoji.filter((e) => e.name === 'shipit').map((e) => e.author_id), [s.cast.othello.user.id]);
+    const sent = ok(await s.cast.othello.client.post('/messages', { type: 'stream', to: general, topic: 'emoji', content: 'Ready :shipit:' }));
+    const m = ok(await s.cast.othello.client.get(`/messages/${sent.id}`)).message;
+    assert.match(m.content, /<img alt=":shipit:" class="emoji"/);
+    await context.close();
+  });
+
+  test('a user group\'s permission settings changed on its Permissions tab', async () => {
+    const created = ok(await s.cast.owner.client.post('/user_groups/create', { name: 'auditors', description: 'Audit', members: [s.cast.hamlet.user.id] }));
+    const { page, context } = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, `#groups/${created.group_id}/auditors/permissions`);
+    const dialog = page.getByRole('dialog', { name: 'Settings' });
+    await dialog.getByLabel('Who can mention this group').selectOption({ label: 'Moderators' });
+    await saved(page);
+    await dialog.getByLabel('Who can join this group').selectOption({ label: 'Members' });
+    await saved(page);
+    const groups = ok(await s.cast.owner.client.get('/user_groups')).user_groups as { id: number; name: string; can_mention_group: unknown; can_join_group: unknown }[];
+    const id = (n: string) => groups.find((g) => g.name === n)!.id;
+    const g = groups.find((x) => x.id === created.group_id)!;
+    assert.deepEqual([g.can_mention_group, g.can_join_group], [id('role:moderators'), id('role:members')]);
+    await context.close();
+  });
+
+  test('a password changed in Account & privacy: a wrong old one is refused in place, then the new one logs in', async () => {
+    const newPassword = 'a much longer passphrase 2026';
+    const { page, context } = await loggedIn(browser, s.url, s.cast.guest.user.email, PASSWORD, '#settings/account-and-privacy');
+    const dialog = page.getByRole('dialog', { name: 'Settings' });
+    await dialog.getByLabel('Old password').fill('not it');
+    await dialog.getByLabel('New password').fill(newPassword);
+    await dialog.getByRole('button', { name: 'Change password' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Wrong password!' }).waitFor();
+    await dialog.getByLabel('Old password').fill(PASSWORD);
+    await dialog.getByRole('button', { name: 'Change password' }).click();
+    await saved(page);
+    // The email shown is not offered for a change the server would not make.
+    assert.equal(await dialog.getByLabel('Email', { exact: true }).isDisabled(), true);
+    const key = async (password: string) => (await s.anonymous.post('/fetch_api_key', { username: s.cast.guest.user.email, password })).status;
+    assert.equal(await key(PASSWORD), 401);
+    assert.equal(await key(newPassword), 200);
+    await context.close();
+  });
 });
