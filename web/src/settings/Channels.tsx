@@ -20,6 +20,7 @@ import {
   OWNER_ONLY,
   type GroupSetting,
 } from './common';
+import { NOTIFICATIONS } from './Personal';
 
 /** A channel as GET /streams and GET /streams/{id} return it. */
 interface Channel {
@@ -341,16 +342,11 @@ function Personal({ s, c }: { s: State; c: Channel }) {
       <Checkbox label="Pin channel to top of left sidebar" checked={!!sub.pin_to_top} onSave={(v) => set('pin_to_top', v)} />
       <ColorSetting color={sub.color} onSave={(v) => set('color', v)} />
       <Subsection title="Notification settings">
-        {(
-          [
-            ['desktop_notifications', 'enable_stream_desktop_notifications', 'Visual desktop notifications'],
-            ['audible_notifications', 'enable_stream_audible_notifications', 'Audible desktop notifications'],
-            ['push_notifications', 'enable_stream_push_notifications', 'Mobile notifications'],
-            ['email_notifications', 'enable_stream_email_notifications', 'Email notifications'],
-            ['wildcard_mentions_notify', 'wildcard_mentions_notify', 'Notify for @all, @everyone and @channel mentions'],
-          ] as const
-        ).map(([prop, global, label]) => (
-          <Checkbox label={label} checked={sub[prop] ?? !!us[global]} onSave={(v) => set(prop, v)} />
+        {[
+          ...NOTIFICATIONS.map(([prop, global, , , label]): [string, string, string] => [prop, global, label]),
+          ['wildcard_mentions_notify', 'wildcard_mentions_notify', 'Notify for @all, @everyone and @channel mentions'] as [string, string, string],
+        ].map(([prop, global, label]) => (
+          <Checkbox label={label} checked={(sub as any)[prop] ?? !!us[global]} onSave={(v) => set(prop, v)} />
         ))}
       </Subsection>
     </div>

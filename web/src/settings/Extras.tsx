@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api/client';
 import type { State } from '../state/store';
-import { ADMIN_ONLY, errorText, isAdmin, realmAllows, Section, uploadForm, useFetched, useId, useSaver } from './common';
+import { ADMIN_ONLY, errorText, FormActions, isAdmin, realmAllows, Section, uploadForm, useFetched, useId, useSaver } from './common';
 
 /** A form of labelled inputs with one submit button, cleared once the server accepted it. */
 function AddForm({ title, fields, submit, onSubmit }: { title: string; fields: [key: string, label: string][]; submit: string; onSubmit: (values: Record<string, string>) => Promise<unknown> }) {
@@ -489,15 +489,7 @@ function EditBot({ s, bot, onDone }: { s: State; bot: BotRow; onDone: () => void
       {channelSelect(ids.s, sending, setSending)}
       <label for={ids.e}>Default channel for events it registers for</label>
       {channelSelect(ids.e, events, setEvents)}
-      <div class="setting-actions">
-        <button class="primary" type="submit">
-          Save
-        </button>
-        <button type="button" onClick={onDone}>
-          Cancel
-        </button>
-        {saver.status}
-      </div>
+      <FormActions onCancel={onDone} status={saver.status} />
     </form>
   );
 }
@@ -528,7 +520,7 @@ function EditField({ f, onDone }: { f: { id: number; name: string; hint: string;
   const [name, setName] = useState(f.name);
   const [hint, setHint] = useState(f.hint);
   const [choices, setChoices] = useState(() => parseChoices(f.field_data));
-  const [error, setError] = useState<string | null>(null);
+  const saver = useSaver();
   const ids = { n: useId('efn'), h: useId('efh') };
   const setChoice = (i: number, text: string) => setChoices(choices.map((c, j) => (j === i ? { ...c, text } : c)));
   const nextId = () => String(Math.max(-1, ...choices.map((c) => Number(c.id)).filter(Number.isFinite)) + 1);
@@ -538,7 +530,7 @@ function EditField({ f, onDone }: { f: { id: number; name: string; hint: string;
       aria-label={`Edit ${f.name}`}
       onSubmit={(e) => {
         e.preventDefault();
-        api('PATCH', `/realm/profile_fields/${f.id}`, { name, hint, ...(f.type === 3 ? { field_data: choicesData(choices) } : {}) }).then(onDone, (err) => setError(errorText(err)));
+        void saver.run(() => api('PATCH', `/realm/profile_fields/${f.id}`, { name, hint, ...(f.type === 3 ? { field_data: choicesData(choices) } : {}) })).then((ok) => ok && onDone());
       }}
     >
       <label for={ids.n}>Label</label>
@@ -561,19 +553,7 @@ function EditField({ f, onDone }: { f: { id: number; name: string; hint: string;
           </button>
         </fieldset>
       )}
-      <div class="setting-actions">
-        <button class="primary" type="submit">
-          Save
-        </button>
-        <button type="button" onClick={onDone}>
-          Cancel
-        </button>
-        {error && (
-          <span class="save-status error" role="alert">
-            {error}
-          </span>
-        )}
-      </div>
+      <FormActions onCancel={onDone} status={saver.status} />
     </form>
   );
 }

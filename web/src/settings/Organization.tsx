@@ -3,6 +3,7 @@ import { api } from '../api/client';
 import type { State } from '../state/store';
 import { Avatar } from '../ui/Avatar';
 import {
+  AddForm,
   ADMIN_ONLY,
   Checkbox,
   errorText,
@@ -266,9 +267,7 @@ interface ChannelFolder {
 /** The organization's channel folders (GET /channel_folders), fetched again on channel_folder events. */
 function ChannelFolders({ s, reason }: { s: State; reason?: string }) {
   const { data } = useFetched(s, ['channel_folder'], () => api('GET', '/channel_folders', { include_archived: true }).then((r) => r.channel_folders as ChannelFolder[]));
-  const [name, setName] = useState('');
   const saver = useSaver();
-  const id = useId('cf');
   return (
     <Subsection title="Channel folders">
       <ul class="plain settings-list" aria-label="Channel folders">
@@ -287,21 +286,7 @@ function ChannelFolders({ s, reason }: { s: State; reason?: string }) {
           </li>
         ))}
       </ul>
-      {!reason && (
-        <form
-          class="setting-row"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void saver.run(() => api('POST', '/channel_folders/create', { name, description: '' })).then((ok) => ok && setName(''));
-          }}
-        >
-          <label for={id}>New channel folder</label>
-          <input id={id} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-          <button type="submit" disabled={!name.trim()}>
-            Create
-          </button>
-        </form>
-      )}
+      {!reason && <AddForm label="New channel folder" button="Create" onAdd={(name) => saver.run(() => api('POST', '/channel_folders/create', { name, description: '' }))} />}
       {saver.status}
     </Subsection>
   );
@@ -309,9 +294,7 @@ function ChannelFolders({ s, reason }: { s: State; reason?: string }) {
 
 function Domains({ s, reason }: { s: State; reason?: string }) {
   const domains: { domain: string; allow_subdomains: boolean }[] = s.reg.realm_domains ?? [];
-  const [domain, setDomain] = useState('');
   const saver = useSaver();
-  const id = useId('dom');
   return (
     <div class="setting">
       <h4>Allowed domains</h4>
@@ -327,21 +310,7 @@ function Domains({ s, reason }: { s: State; reason?: string }) {
           </li>
         ))}
       </ul>
-      {!reason && (
-        <form
-          class="setting-row"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void saver.run(() => api('POST', '/realm/domains', { domain, allow_subdomains: false })).then((ok) => ok && setDomain(''));
-          }}
-        >
-          <label for={id}>Domain</label>
-          <input id={id} value={domain} onInput={(e) => setDomain(e.currentTarget.value)} />
-          <button type="submit" disabled={!domain}>
-            Add
-          </button>
-        </form>
-      )}
+      {!reason && <AddForm label="Domain" onAdd={(domain) => saver.run(() => api('POST', '/realm/domains', { domain, allow_subdomains: false }))} />}
       {saver.status}
     </div>
   );

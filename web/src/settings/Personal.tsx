@@ -504,11 +504,15 @@ function PreferenceFields({ src, children }: { src: SettingsSource; children?: C
   );
 }
 
-const STREAM_NOTIFICATIONS: [string, string, string][] = [
-  ['desktop_notifications', 'enable_stream_desktop_notifications', 'Visual desktop notifications'],
-  ['audible_notifications', 'enable_stream_audible_notifications', 'Audible desktop notifications'],
-  ['push_notifications', 'enable_stream_push_notifications', 'Mobile notifications'],
-  ['email_notifications', 'enable_stream_email_notifications', 'Email notifications'],
+/**
+ * Each kind of notification: a subscription's own override, then the settings for channels,
+ * followed topics, and direct messages and mentions, and its label.
+ */
+export const NOTIFICATIONS: [string, string, string, string, string][] = [
+  ['desktop_notifications', 'enable_stream_desktop_notifications', 'enable_followed_topic_desktop_notifications', 'enable_desktop_notifications', 'Visual desktop notifications'],
+  ['audible_notifications', 'enable_stream_audible_notifications', 'enable_followed_topic_audible_notifications', 'enable_sounds', 'Audible desktop notifications'],
+  ['push_notifications', 'enable_stream_push_notifications', 'enable_followed_topic_push_notifications', 'enable_offline_push_notifications', 'Mobile notifications'],
+  ['email_notifications', 'enable_stream_email_notifications', 'enable_followed_topic_email_notifications', 'enable_offline_email_notifications', 'Email notifications'],
 ];
 
 export function Notifications({ s }: { s: State }) {
@@ -525,7 +529,7 @@ export function Notifications({ s }: { s: State }) {
             <thead>
               <tr>
                 <th scope="col">Channel</th>
-                {STREAM_NOTIFICATIONS.map(([, , label]) => (
+                {NOTIFICATIONS.map(([, , , , label]) => (
                   <th scope="col">{label}</th>
                 ))}
               </tr>
@@ -534,7 +538,7 @@ export function Notifications({ s }: { s: State }) {
               {subs.map((sub) => (
                 <tr>
                   <th scope="row">#{sub.name}</th>
-                  {STREAM_NOTIFICATIONS.map(([prop, global, label]) => {
+                  {NOTIFICATIONS.map(([prop, global, , , label]) => {
                     const own = (sub as any)[prop];
                     const value = own === null || own === undefined ? !!us[global] : own;
                     return (
@@ -564,22 +568,20 @@ function NotificationFields({ src }: { src: SettingsSource }) {
   return (
     <>
       <Subsection title="Channels">
-        {STREAM_NOTIFICATIONS.map(([, name, label]) => (
+        {NOTIFICATIONS.map(([, name, , , label]) => (
           <Toggle src={src} name={name} label={`Channels: ${label}`} />
         ))}
         <Toggle src={src} name="wildcard_mentions_notify" label="Notify for @all, @everyone and @channel mentions" />
       </Subsection>
       <Subsection title="Followed topics">
-        <Toggle src={src} name="enable_followed_topic_desktop_notifications" label="Followed topics: Visual desktop notifications" />
-        <Toggle src={src} name="enable_followed_topic_audible_notifications" label="Followed topics: Audible desktop notifications" />
-        <Toggle src={src} name="enable_followed_topic_push_notifications" label="Followed topics: Mobile notifications" />
-        <Toggle src={src} name="enable_followed_topic_email_notifications" label="Followed topics: Email notifications" />
+        {NOTIFICATIONS.map(([, , name, , label]) => (
+          <Toggle src={src} name={name} label={`Followed topics: ${label}`} />
+        ))}
       </Subsection>
       <Subsection title="Direct messages and mentions">
-        <Toggle src={src} name="enable_desktop_notifications" label="Visual desktop notifications" />
-        <Toggle src={src} name="enable_sounds" label="Audible desktop notifications" />
-        <Toggle src={src} name="enable_offline_push_notifications" label="Mobile notifications" />
-        <Toggle src={src} name="enable_offline_email_notifications" label="Email notifications" />
+        {NOTIFICATIONS.map(([, , , name, label]) => (
+          <Toggle src={src} name={name} label={label} />
+        ))}
         <Toggle src={src} name="pm_content_in_desktop_notifications" label="Include content of direct messages in desktop notifications" />
       </Subsection>
       <Subsection title="Email">

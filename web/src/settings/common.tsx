@@ -237,6 +237,42 @@ export function TextSetting({ label, value, onSave, disabledReason, multiline, t
   );
 }
 
+/** One text field and a button that adds what was typed; the field empties once the server took it. */
+export function AddForm({ label, button = 'Add', onAdd }: { label: string; button?: string; onAdd: (text: string) => Promise<boolean> }) {
+  const id = useId('add');
+  const [text, setText] = useState('');
+  return (
+    <form
+      class="setting-row"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void onAdd(text.trim()).then((ok) => ok && setText(''));
+      }}
+    >
+      <label for={id}>{label}</label>
+      <input id={id} value={text} onInput={(e) => setText(e.currentTarget.value)} />
+      <button type="submit" disabled={!text.trim()}>
+        {button}
+      </button>
+    </form>
+  );
+}
+
+/** An edit form's "Save" and "Cancel", with its save status. */
+export function FormActions({ onCancel, status }: { onCancel: () => void; status: ComponentChildren }) {
+  return (
+    <div class="setting-actions">
+      <button class="primary" type="submit">
+        Save
+      </button>
+      <button type="button" onClick={onCancel}>
+        Cancel
+      </button>
+      {status}
+    </div>
+  );
+}
+
 /** The options of a group-setting picker: the system groups Zulip offers, then named groups. */
 export function groupOptions(s: State, allowNobody = true): [number, string][] {
   const order = ['role:owners', 'role:administrators', 'role:moderators', 'role:fullmembers', 'role:members', 'role:everyone', 'role:nobody'];
