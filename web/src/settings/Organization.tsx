@@ -28,6 +28,27 @@ import {
 
 const patchRealm = (params: Record<string, unknown>) => api('PATCH', '/realm', params as any);
 
+/**
+ * The PATCH /realm settings only owners may change: the server's one list (Zulip's
+ * update_realm), which register does not carry, so it is kept here once.
+ */
+const OWNER_ONLY_SETTINGS = new Set([
+  'invite_required',
+  'create_multiuse_invite_group',
+  'can_create_groups',
+  'can_invite_users_group',
+  'can_manage_all_groups',
+  'can_manage_billing_group',
+  'emails_restricted_to_domains',
+  'disallow_disposable_email_addresses',
+  'waiting_period_threshold',
+  'message_retention_days',
+  'authentication_methods',
+]);
+
+/** Why the person may not change a PATCH /realm setting (administrators', some owners'), or undefined. */
+const realmReason = (s: State, name: string) => (!isAdmin(s) ? ADMIN_ONLY : OWNER_ONLY_SETTINGS.has(name) && !isOwner(s) ? OWNER_ONLY : undefined);
+
 export function OrganizationProfile({ s }: { s: State }) {
   const r = s.reg;
   const reason = isAdmin(s) ? undefined : ADMIN_ONLY;
@@ -35,8 +56,8 @@ export function OrganizationProfile({ s }: { s: State }) {
     <Section title="Organization profile">
       <TextSetting label="Organization name" value={r.realm_name ?? s.realm.name} onSave={(v) => patchRealm({ name: v })} disabledReason={reason} />
       <TextSetting label="Organization description" value={r.realm_description ?? ''} multiline onSave={(v) => patchRealm({ description: v })} disabledReason={reason} />
-      <ImageSetting label="Organization icon" url={r.realm_icon_url} path="/realm/icon" custom={r.realm_icon_source === 'U'} reason={reason} />
-      <ImageSetting label="Organization logo" url={r.realm_logo_url} path="/realm/logo" custom={r.realm_logo_source === 'U'} reason={reason} />
+      <ImageSetting label="Organization icon" url={r.realm_icon_url} path="/realm/icon" custom={r.realm_icon_source === 'U'} />
+      <ImageSetting label="Organization logo" url={r.realm_logo_url} path="/realm/logo" custom={r.realm_logo_source === 'U'} />
     </Section>
   );
 }
@@ -100,18 +121,18 @@ function LimitSetting({ s, name, label }: { s: State; name: string; label: strin
       value={String(current ?? 'null')}
       options={limitOptions(current)}
       onSave={(v) => patchRealm({ [name]: v === 'null' ? 'unlimited' : limitValue(v) })}
-      disabledReason={isAdmin(s) ? undefined : ADMIN_ONLY}
+      disabledReason={realmReason(s, name)}
     />
   );
 }
 
 /** A boolean of PATCH /realm, saved as it changes. */
-function RealmCheckbox({ s, name, label, reason }: { s: State; name: string; label: string; reason?: string }) {
-  return <Checkbox label={label} checked={!!s.reg[`realm_${name}`]} onSave={(v) => patchRealm({ [name]: v })} disabledReason={reason} />;
+function RealmCheckbox({ s, name, label }: { s: State; name: string; label: string }) {
+  return <Checkbox label={label} checked={!!s.reg[`realm_${name}`]} onSave={(v) => patchRealm({ [name]: v })} disabledReason={realmReason(s, name)} />;
 }
 
 /** A channel setting of PATCH /realm (an announcement channel), -1 for none. */
-function RealmChannel({ s, name, label, reason }: { s: State; name: string; label: string; reason?: string }) {
+function RealmChannel({ s, name, label }: { s: State; name: string; label: string }) {
   const channels = [...s.channelNames.entries()].sort((a, b) => a[1].localeCompare(b[1]));
   return (
     <Select
@@ -119,7 +140,7 @@ function RealmChannel({ s, name, label, reason }: { s: State; name: string; labe
       value={s.reg[`realm_${name}`] ?? -1}
       options={[[-1, 'Disabled'], ...channels.map(([id, n]) => [id, `#${n}`] as [number, string])]}
       onSave={(v) => patchRealm({ [name]: v })}
-      disabledReason={reason}
+      disabledReason={realmReason(s, name)}
     />
   );
 }
@@ -131,7 +152,7 @@ export function OrganizationSettings({ s }: { s: State }) {
   return (
     <Section title="Organization settings">
       <Subsection title="Message editing">
-        <Checkbox label="Allow message editing" checked={!!r.realm_allow_message_editing} onSave={(v) => patchRealm({ allow_message_editing: v })} disabledReason={reason} />
+        <RealmCheckbox s={s} name="allow_message_editing" label="Allow message editing" />
         <LimitSetting s={s} name="message_content_edit_limit_seconds" label="Time limit for editing messages" />
         <LimitSetting s={s} name="message_content_delete_limit_seconds" label="Time limit for deleting messages" />
         <LimitSetting s={s} name="move_messages_within_stream_limit_seconds" label="Time limit for moving messages between topics" />
@@ -173,19 +194,19 @@ export function OrganizationSettings({ s }: { s: State }) {
           onSave={(v) => patchRealm({ jitsi_server_url: JSON.stringify(v.trim() || 'default') })}
           disabledReason={reason}
         />
-        <RealmCheckbox s={s} name="inline_url_embed_preview" label="Show previews of linked websites" reason={reason} />
-        <RealmCheckbox s={s} name="message_content_allowed_in_email_notifications" label="Allow message content in message notification emails" reason={reason} />
-        <RealmCheckbox s={s} name="enable_guest_user_dm_warning" label="Warn when composing a direct message to a guest" reason={reason} />
-        <Checkbox label="Show previews of uploaded and linked images and videos" checked={!!r.realm_inline_image_preview} onSave={(v) => patchRealm({ inline_image_preview: v })} disabledReason={reason} />
-        <Checkbox label="Send emails introducing Zulip to new users" checked={!!r.realm_send_welcome_emails} onSave={(v) => patchRealm({ send_welcome_emails: v })} disabledReason={reason} />
-        <Checkbox label="Allow sending read receipts" checked={!!r.realm_enable_read_receipts} onSave={(v) => patchRealm({ enable_read_receipts: v })} disabledReason={reason} />
-        <Checkbox label="Prevent users from changing their name" checked={!!r.realm_name_changes_disabled} onSave={(v) => patchRealm({ name_changes_disabled: v })} disabledReason={reason} />
-        <Checkbox label="Prevent users from changing their email address" checked={!!r.realm_email_changes_disabled} onSave={(v) => patchRealm({ email_changes_disabled: v })} disabledReason={reason} />
-        <Checkbox label="Prevent users from changing their avatar" checked={!!r.realm_avatar_changes_disabled} onSave={(v) => patchRealm({ avatar_changes_disabled: v })} disabledReason={reason} />
-        <Checkbox label="Require unique names" checked={!!r.realm_require_unique_names} onSave={(v) => patchRealm({ require_unique_names: v })} disabledReason={reason} />
-        <Checkbox label="Display “(guest)” after names of guest users" checked={!!r.realm_enable_guest_user_indicator} onSave={(v) => patchRealm({ enable_guest_user_indicator: v })} disabledReason={reason} />
-        <Checkbox label="Allow creating web-public channels (visible to anyone on the Internet)" checked={!!r.realm_enable_spectator_access} onSave={(v) => patchRealm({ enable_spectator_access: v })} disabledReason={reason} />
-        <Checkbox label="Send weekly digest emails to inactive users" checked={!!r.realm_digest_emails_enabled} onSave={(v) => patchRealm({ digest_emails_enabled: v })} disabledReason={reason} />
+        <RealmCheckbox s={s} name="inline_url_embed_preview" label="Show previews of linked websites" />
+        <RealmCheckbox s={s} name="message_content_allowed_in_email_notifications" label="Allow message content in message notification emails" />
+        <RealmCheckbox s={s} name="enable_guest_user_dm_warning" label="Warn when composing a direct message to a guest" />
+        <RealmCheckbox s={s} name="inline_image_preview" label="Show previews of uploaded and linked images and videos" />
+        <RealmCheckbox s={s} name="send_welcome_emails" label="Send emails introducing Zulip to new users" />
+        <RealmCheckbox s={s} name="enable_read_receipts" label="Allow sending read receipts" />
+        <RealmCheckbox s={s} name="name_changes_disabled" label="Prevent users from changing their name" />
+        <RealmCheckbox s={s} name="email_changes_disabled" label="Prevent users from changing their email address" />
+        <RealmCheckbox s={s} name="avatar_changes_disabled" label="Prevent users from changing their avatar" />
+        <RealmCheckbox s={s} name="require_unique_names" label="Require unique names" />
+        <RealmCheckbox s={s} name="enable_guest_user_indicator" label="Display “(guest)” after names of guest users" />
+        <RealmCheckbox s={s} name="enable_spectator_access" label="Allow creating web-public channels (visible to anyone on the Internet)" />
+        <RealmCheckbox s={s} name="digest_emails_enabled" label="Send weekly digest emails to inactive users" />
         <Select
           label="Day of the week to send digests"
           value={r.realm_digest_weekday ?? 1}
@@ -196,10 +217,10 @@ export function OrganizationSettings({ s }: { s: State }) {
         <TextSetting label="Custom welcome message" multiline value={r.realm_welcome_message_custom_text ?? ''} onSave={(v) => patchRealm({ welcome_message_custom_text: v })} disabledReason={reason} />
       </Subsection>
       <Subsection title="Automated messages and emails">
-        <RealmChannel s={s} name="new_stream_announcements_stream_id" label="New channel announcements" reason={reason} />
-        <RealmChannel s={s} name="signup_announcements_stream_id" label="New user announcements" reason={reason} />
-        <RealmChannel s={s} name="zulip_update_announcements_stream_id" label="Zulip update announcements" reason={reason} />
-        <RealmChannel s={s} name="moderation_request_channel_id" label="Moderation requests" reason={reason} />
+        <RealmChannel s={s} name="new_stream_announcements_stream_id" label="New channel announcements" />
+        <RealmChannel s={s} name="signup_announcements_stream_id" label="New user announcements" />
+        <RealmChannel s={s} name="zulip_update_announcements_stream_id" label="Zulip update announcements" />
+        <RealmChannel s={s} name="moderation_request_channel_id" label="Moderation requests" />
       </Subsection>
       <Subsection title="Message retention">
         <Select
@@ -207,7 +228,7 @@ export function OrganizationSettings({ s }: { s: State }) {
           value={r.realm_message_retention_days ?? -1}
           options={[[-1, 'Retain forever'], ...[30, 90, 365, 730].map((d) => [d, `${d} days`] as [number, string]), ...(![-1, 30, 90, 365, 730].includes(r.realm_message_retention_days) && r.realm_message_retention_days ? [[r.realm_message_retention_days, `${r.realm_message_retention_days} days`] as [number, string]] : [])]}
           onSave={(v) => patchRealm({ message_retention_days: v === -1 ? 'unlimited' : v })}
-          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+          disabledReason={realmReason(s, 'message_retention_days')}
         />
       </Subsection>
       <Subsection title="Joining the organization">
@@ -216,26 +237,16 @@ export function OrganizationSettings({ s }: { s: State }) {
           value={r.realm_waiting_period_threshold ?? 0}
           options={[[0, 'None'], [3, '3 days'], [7, '7 days'], [30, '30 days'], ...(![0, 3, 7, 30].includes(r.realm_waiting_period_threshold ?? 0) ? [[r.realm_waiting_period_threshold, `${r.realm_waiting_period_threshold} days`] as [number, string]] : [])]}
           onSave={(v) => patchRealm({ waiting_period_threshold: v })}
-          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+          disabledReason={realmReason(s, 'waiting_period_threshold')}
         />
-        <Checkbox
-          label="Don't allow disposable email addresses"
-          checked={!!r.realm_disallow_disposable_email_addresses}
-          onSave={(v) => patchRealm({ disallow_disposable_email_addresses: v })}
-          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
-        />
-        <Checkbox label="Invitations are required for joining this organization" checked={!!r.realm_invite_required} onSave={(v) => patchRealm({ invite_required: v })} disabledReason={isOwner(s) ? undefined : OWNER_ONLY} />
-        <Checkbox
-          label="Restrict to a list of domains"
-          checked={!!r.realm_emails_restricted_to_domains}
-          onSave={(v) => patchRealm({ emails_restricted_to_domains: v })}
-          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
-        />
-        <Domains s={s} reason={isOwner(s) ? undefined : OWNER_ONLY} />
-        <DefaultChannels s={s} reason={reason} />
+        <RealmCheckbox s={s} name="disallow_disposable_email_addresses" label="Don't allow disposable email addresses" />
+        <RealmCheckbox s={s} name="invite_required" label="Invitations are required for joining this organization" />
+        <RealmCheckbox s={s} name="emails_restricted_to_domains" label="Restrict to a list of domains" />
+        <Domains s={s} reason={realmReason(s, 'emails_restricted_to_domains')} />
+        <DefaultChannels s={s} />
       </Subsection>
       <AuthenticationMethods s={s} />
-      <ChannelFolders s={s} reason={reason} />
+      <ChannelFolders s={s} />
     </Section>
   );
 }
@@ -250,7 +261,7 @@ function AuthenticationMethods({ s }: { s: State }) {
           label={name === 'Email' ? 'Email and password' : name}
           checked={m.enabled}
           onSave={(v) => patchRealm({ authentication_methods: { [name]: v } })}
-          disabledReason={!m.available ? m.unavailable_reason ?? 'Not configured on this server.' : isOwner(s) ? undefined : OWNER_ONLY}
+          disabledReason={!m.available ? m.unavailable_reason ?? 'Not configured on this server.' : realmReason(s, 'authentication_methods')}
         />
       ))}
     </Subsection>
@@ -387,8 +398,6 @@ const REALM_PERMISSIONS: [string, string][] = [
   ['can_access_all_users_group', 'Who can view all other users in the organization'],
 ];
 
-/** Group settings only owners may change (Zulip's update_realm; the server's OWNER_ONLY). */
-const OWNER_ONLY_SETTINGS = new Set(['create_multiuse_invite_group', 'can_create_groups', 'can_invite_users_group', 'can_manage_all_groups', 'can_manage_billing_group']);
 
 export function OrganizationPermissions({ s }: { s: State }) {
   return (
@@ -399,7 +408,7 @@ export function OrganizationPermissions({ s }: { s: State }) {
           label={label}
           value={s.reg[`realm_${name}`] as GroupSetting}
           onSave={(g) => patchRealm({ [name]: { new: g } })}
-          disabledReason={!isAdmin(s) ? ADMIN_ONLY : OWNER_ONLY_SETTINGS.has(name) && !isOwner(s) ? OWNER_ONLY : undefined}
+          disabledReason={realmReason(s, name)}
         />
       ))}
     </Section>
