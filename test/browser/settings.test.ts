@@ -606,11 +606,37 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await dialog.getByLabel('Old password').fill(PASSWORD);
     await dialog.getByRole('button', { name: 'Change password' }).click();
     await saved(page);
-    // The email shown is not offered for a change the server would not make.
-    assert.equal(await dialog.getByLabel('Email', { exact: true }).isDisabled(), true);
     const key = async (password: string) => (await s.anonymous.post('/fetch_api_key', { username: s.cast.guest.user.email, password })).status;
     assert.equal(await key(PASSWORD), 401);
     assert.equal(await key(newPassword), 200);
+    await context.close();
+  });
+  test('an email change in Account & privacy: the link mailed to the new address confirms it, and the page shows it live', async () => {
+    const who = s.cast.moderator.user;
+    const { page, context } = await loggedIn(browser, s.url, who.email, PASSWORD, '#settings/account-and-privacy');
+    const dialog = page.getByRole('dialog', { name: 'Settings' });
+    const field = dialog.getByLabel('Email', { exact: true });
+    await field.fill('shiva.new@example.com');
+    await field.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Check your email (shiva.new@example.com) to confirm the new address.' }).waitFor();
+    // Nothing changes until the link is opened.
+    assert.equal(ok(await s.cast.owner.client.get(`/users/${who.id}`)).user.delivery_email, who.delivery_email);
+
+    const mail = await mailTo('shiva.new@example.com');
+    const link = /(http:\/\/\S+\/accounts\/confirm_new_email\/[A-Za-z0-9_-]+)/.exec(mail)?.[1];
+    assert.ok(link, 'the email carries the confirmation link');
+    const other = await context.newPage();
+    await other.goto(link.replace(/^http:\/\/localhost:/, 'http://127.0.0.1:'));
+    await other.getByRole('heading', { name: 'Email address changed' }).waitFor();
+    assert.equal(ok(await s.cast.owner.client.get(`/users/${who.id}`)).user.delivery_email, 'shiva.new@example.com');
+    // The open settings page follows the realm_user event.
+    for (let i = 0; (await field.inputValue()) !== 'shiva.new@example.com'; i++) {
+      assert.ok(i < 100, 'the settings page shows the new address');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // The link works once.
+    await other.reload();
+    await other.getByRole('heading', { name: 'Invalid link' }).waitFor();
     await context.close();
   });
 });

@@ -273,12 +273,22 @@ export function Account({ s }: { s: State }) {
   const us = settingsOf(s);
   const src = personal(s);
   const email = s.reg.delivery_email ?? s.me.email;
+  const emailReason = s.reg.realm_email_changes_disabled && !isAdmin(s) ? 'Email address changes are disabled in this organization.' : undefined;
+  const [emailSent, setEmailSent] = useState<string | null>(null);
   return (
     <Section title="Account & privacy">
       <Subsection title="Account">
-        {/* PATCH /settings has no `email` on this server yet (Zulip's confirmation-email flow is not
-            built): the address is shown, not offered for a change the server would ignore. */}
-        <TextSetting label="Email" type="email" value={email} onSave={async () => undefined} disabledReason="Changing your email address is not available on this server yet." />
+        <TextSetting
+          label="Email"
+          type="email"
+          value={email}
+          disabledReason={emailReason}
+          onSave={async (v) => {
+            await saveSetting({ email: v });
+            setEmailSent(v);
+          }}
+        />
+        {emailSent && <p role="status">Check your email ({emailSent}) to confirm the new address.</p>}
         <PasswordChange />
         <ApiKey s={s} email={email} />
       </Subsection>

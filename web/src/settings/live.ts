@@ -44,6 +44,8 @@ export function applySettingsEvent(state: State, e: ServerEvent): void {
   const reg = state.reg;
   switch (e.type) {
     case 'realm_user': {
+      // One's own confirmed email change: register's delivery_email, which Account & privacy shows.
+      if (e.op === 'update' && e.person?.user_id === state.me.user_id && e.person.delivery_email !== undefined) reg.delivery_email = e.person.delivery_email;
       // A custom profile field's new value: kept in the person's profile_data, as register gives it.
       const f = e.op === 'update' ? e.person?.custom_profile_field : undefined;
       const u = f ? (state.users.get(e.person.user_id) as (User & { profile_data?: Record<string, unknown> }) | undefined) : undefined;
