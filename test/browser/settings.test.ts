@@ -542,14 +542,17 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await saved(page);
     await dialog.getByLabel('Who can post to this channel').selectOption({ label: 'Administrators' });
     await saved(page);
+    const folder = ok(await s.cast.owner.client.post('/channel_folders/create', { name: 'Operations', description: '' })).channel_folder_id as number;
+    await dialog.getByLabel('Channel folder').selectOption({ label: 'Operations' });
+    await saved(page);
     // The subscriber's sidebar follows the rename and the lock, without a reload.
     await othello.page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'operations', exact: true }).waitFor();
 
     const c = ok(await s.cast.owner.client.get(`/streams/${id}`)).stream;
     const groups = ok(await s.cast.owner.client.get('/user_groups')).user_groups as { id: number; name: string }[];
     assert.deepEqual(
-      [c.name, c.description, c.invite_only, c.history_public_to_subscribers, c.can_send_message_group],
-      ['operations', 'Keeping the lights on', true, true, groups.find((g) => g.name === 'role:administrators')!.id],
+      [c.name, c.description, c.invite_only, c.history_public_to_subscribers, c.can_send_message_group, c.folder_id],
+      ['operations', 'Keeping the lights on', true, true, groups.find((g) => g.name === 'role:administrators')!.id, folder],
     );
     const refused = await s.cast.othello.client.post('/messages', { type: 'stream', to: id, topic: 'x', content: 'hello' });
     assert.equal(refused.status, 400);

@@ -300,6 +300,7 @@ function General({ s, c }: { s: State; c: Channel }) {
         onSave={(v) => patch({ message_retention_days: /^\d+$/.test(v) ? Number(v) : v })}
         disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
       />
+      <ChannelFolder s={s} c={c} reason={reason} patch={patch} />
       <Subsection title="Permissions">
         {CHANNEL_PERMISSIONS.map(([name, label]) =>
           c[name] === undefined ? null : (
@@ -350,6 +351,20 @@ function Personal({ s, c }: { s: State; c: Channel }) {
         ))}
       </Subsection>
     </div>
+  );
+}
+
+/** The folder the channel is listed in (the organization's channel folders, none for no folder). */
+function ChannelFolder({ s, c, reason, patch }: { s: State; c: Channel; reason?: string; patch: (params: Record<string, unknown>) => Promise<unknown> }) {
+  const { data } = useFetched(s, ['channel_folder'], () => api('GET', '/channel_folders').then((r) => r.channel_folders as { id: number; name: string }[]));
+  return (
+    <Select
+      label="Channel folder"
+      value={c.folder_id ?? -1}
+      options={[[-1, 'None'], ...(data ?? []).map((f) => [f.id, f.name] as [number, string])]}
+      onSave={(v) => patch({ folder_id: v === -1 ? null : v })}
+      disabledReason={reason}
+    />
   );
 }
 
