@@ -91,6 +91,29 @@ try {
       await page.goto(`${base}/#settings/profile`);
       await page.getByRole('dialog', { name: 'Settings' }).getByRole('heading', { name: 'Profile', exact: true }).waitFor();
       await shot('settings-profile');
+      // A new picture being cropped: a wide one, the square chosen at its right.
+      const picture = await page.evaluate(() => {
+        const c = document.createElement('canvas');
+        c.width = 640;
+        c.height = 360;
+        const g = c.getContext('2d')!;
+        const sky = g.createLinearGradient(0, 0, 640, 360);
+        sky.addColorStop(0, '#3b5bdb');
+        sky.addColorStop(1, '#f59f00');
+        g.fillStyle = sky;
+        g.fillRect(0, 0, 640, 360);
+        g.fillStyle = '#ffffff';
+        g.beginPath();
+        g.arc(470, 170, 90, 0, Math.PI * 2);
+        g.fill();
+        return c.toDataURL('image/png').split(',')[1]!;
+      });
+      await page.getByLabel('Upload new profile picture').setInputFiles({ name: 'me.png', mimeType: 'image/png', buffer: Buffer.from(picture, 'base64') });
+      const crop = page.getByRole('group', { name: 'Crop your profile picture' });
+      await crop.getByLabel('Zoom').fill('70');
+      await crop.getByLabel('Horizontal position').fill('85');
+      await shot('settings-avatar-crop');
+      await crop.getByRole('button', { name: 'Cancel' }).click();
       await page.goto(`${base}/#channels/all`);
       await page.getByRole('list', { name: 'Channels' }).getByRole('listitem').first().waitFor();
       await shot('settings-channels');
@@ -99,6 +122,7 @@ try {
       const ownerPage = await ownerContext.newPage();
       await logIn(ownerPage, 'owner@example.com');
       for (const [name, hash, heading] of [
+        ['organization-settings', '#organization/organization-settings', 'Organization settings'],
         ['organization-users', '#organization/users', 'Users'],
         ['organization-invitations', '#organization/invites-list', 'Invitations'],
       ] as const) {

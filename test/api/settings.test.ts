@@ -144,6 +144,23 @@ forEachDatabase('PATCH /settings', (server) => {
     err(await s.anonymous.post('/fetch_api_key', { username: moderator.user.email, password: PASSWORD }), 401, 'AUTHENTICATION_FAILED');
   });
 
+  test('an email change is checked at once and waits for the mailed link; refused when disabled, invalid or taken', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    err(await hamlet.client.patch('/settings', { email: 'not an address' }), 400, 'BAD_REQUEST', 'Invalid address.');
+    err(await hamlet.client.patch('/settings', { email: othello.user.delivery_email }), 400, 'BAD_REQUEST', `Email '${othello.user.delivery_email}' already in use`);
+    const started = ok(await hamlet.client.patch('/settings', { email: 'prince@example.com' }));
+    assert.equal(started.account_email, 'Check your email for a confirmation link. ');
+    assert.equal(started.ignored_parameters_unsupported, undefined);
+    // The address is unchanged until the link is opened (test/browser/settings.test.ts opens it).
+    assert.equal((await fetchUserById(s.app.services.db.kysely, s.realm.id, hamlet.user.id))!.delivery_email, hamlet.user.delivery_email);
+    ok(await s.cast.admin.client.patch('/realm', { email_changes_disabled: true }));
+    err(await hamlet.client.patch('/settings', { email: 'prince@example.com' }), 400, 'BAD_REQUEST', 'Email address changes are disabled in this organization.');
+    ok(await s.cast.admin.client.patch('/realm', { email_changes_disabled: false }));
+    const bad = await fetch(`${s.url}/accounts/confirm_new_email/1-9999999999-eA-${'x'.repeat(43)}`);
+    assert.equal(bad.status, 404);
+  });
+
   test('email_address_visibility hides the real address from other users', async () => {
     const s = server();
     const { hamlet, othello, admin } = s.cast;

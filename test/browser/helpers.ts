@@ -20,10 +20,14 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
-/** Builds web/dist from the current sources, so the tests exercise what is checked out. */
+/**
+ * Builds web/dist from the current sources unless it already was, so the tests exercise what is
+ * checked out. Test files running together wait for one build (scripts/build.mjs) instead of
+ * rebuilding under each other's servers.
+ */
 export function buildWeb(): void {
-  const r = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', '--config', 'web/vite.config.ts', '--logLevel', 'error'], { stdio: 'inherit' });
-  if (r.status !== 0) throw new Error('vite build failed');
+  const r = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale', 'web'], { stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('the web build failed');
 }
 
 export async function launch(): Promise<Browser> {

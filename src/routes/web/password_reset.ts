@@ -4,6 +4,7 @@ import { JsonableError } from '../../errors.js';
 import { escapeHtml } from '../../lib/html.js';
 import { createMailer } from '../../lib/email.js';
 import { accessPasswordResetToken, doResetPassword, doSendPasswordReset } from '../../actions/password_reset.js';
+import { accessEmailChangeToken, doConfirmEmailChange } from '../../actions/email_change.js';
 import { isStrongEnoughPassword } from '../../actions/users.js';
 import { CSRF_COOKIE, cookieValue, ensureCsrfCookie } from '../../plugins/session.js';
 import { safeEqual } from '../../plugins/auth.js';
@@ -65,6 +66,20 @@ const INVALID_LINK = page('Invalid link', 'This password reset link is invalid, 
 export function registerPasswordResetRoutes(app: FastifyInstance, services: Services): void {
   const mailer = createMailer(services.config, services.log);
   app.addHook('onClose', async () => mailer.close());
+
+  // The link of an email change (PATCH /settings `email`), Zulip's confirm_email_change page.
+  app.get('/accounts/confirm_new_email/:token', async (req: FastifyRequest<{ Params: { token: string } }>, reply) => {
+    const realm = await requestRealm(services, req);
+    const change = await accessEmailChangeToken(services, realm, req.params.token);
+    if (!change) return send(reply, 404, page('Invalid link', 'This confirmation link is invalid, was already used, or has expired. Ask for the change again in your settings.'));
+    try {
+      await doConfirmEmailChange(services, realm, change.user, change.email);
+    } catch (e) {
+      if (e instanceof JsonableError) return send(reply, 400, page('Email address not changed', escapeHtml(e.message)));
+      throw e;
+    }
+    return send(reply, 200, page('Email address changed', `The email address of your account is now ${escapeHtml(change.email)}. <a href="/">Continue to the app</a>.`));
+  });
 
   app.get('/accounts/password/reset', async (req, reply) => {
     await requestRealm(services, req);

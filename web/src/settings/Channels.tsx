@@ -20,6 +20,7 @@ import {
   OWNER_ONLY,
   type GroupSetting,
 } from './common';
+import { NOTIFICATIONS } from './Personal';
 
 /** A channel as GET /streams and GET /streams/{id} return it. */
 interface Channel {
@@ -299,6 +300,7 @@ function General({ s, c }: { s: State; c: Channel }) {
         onSave={(v) => patch({ message_retention_days: /^\d+$/.test(v) ? Number(v) : v })}
         disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
       />
+      <ChannelFolder s={s} c={c} reason={reason} patch={patch} />
       <Subsection title="Permissions">
         {CHANNEL_PERMISSIONS.map(([name, label]) =>
           c[name] === undefined ? null : (
@@ -341,19 +343,28 @@ function Personal({ s, c }: { s: State; c: Channel }) {
       <Checkbox label="Pin channel to top of left sidebar" checked={!!sub.pin_to_top} onSave={(v) => set('pin_to_top', v)} />
       <ColorSetting color={sub.color} onSave={(v) => set('color', v)} />
       <Subsection title="Notification settings">
-        {(
-          [
-            ['desktop_notifications', 'enable_stream_desktop_notifications', 'Visual desktop notifications'],
-            ['audible_notifications', 'enable_stream_audible_notifications', 'Audible desktop notifications'],
-            ['push_notifications', 'enable_stream_push_notifications', 'Mobile notifications'],
-            ['email_notifications', 'enable_stream_email_notifications', 'Email notifications'],
-            ['wildcard_mentions_notify', 'wildcard_mentions_notify', 'Notify for @all, @everyone and @channel mentions'],
-          ] as const
-        ).map(([prop, global, label]) => (
-          <Checkbox label={label} checked={sub[prop] ?? !!us[global]} onSave={(v) => set(prop, v)} />
+        {[
+          ...NOTIFICATIONS.map(([prop, global, , , label]): [string, string, string] => [prop, global, label]),
+          ['wildcard_mentions_notify', 'wildcard_mentions_notify', 'Notify for @all, @everyone and @channel mentions'] as [string, string, string],
+        ].map(([prop, global, label]) => (
+          <Checkbox label={label} checked={(sub as any)[prop] ?? !!us[global]} onSave={(v) => set(prop, v)} />
         ))}
       </Subsection>
     </div>
+  );
+}
+
+/** The folder the channel is listed in (the organization's channel folders, none for no folder). */
+function ChannelFolder({ s, c, reason, patch }: { s: State; c: Channel; reason?: string; patch: (params: Record<string, unknown>) => Promise<unknown> }) {
+  const { data } = useFetched(s, ['channel_folder'], () => api('GET', '/channel_folders').then((r) => r.channel_folders as { id: number; name: string }[]));
+  return (
+    <Select
+      label="Channel folder"
+      value={c.folder_id ?? -1}
+      options={[[-1, 'None'], ...(data ?? []).map((f) => [f.id, f.name] as [number, string])]}
+      onSave={(v) => patch({ folder_id: v === -1 ? null : v })}
+      disabledReason={reason}
+    />
   );
 }
 

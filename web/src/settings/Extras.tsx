@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api/client';
 import type { State } from '../state/store';
-import { ADMIN_ONLY, errorText, isAdmin, realmAllows, Section, uploadForm, useFetched, useId, useSaver } from './common';
+import { ADMIN_ONLY, errorText, FormActions, isAdmin, realmAllows, Section, uploadForm, useFetched, useId, useSaver } from './common';
 
 /** A form of labelled inputs with one submit button, cleared once the server accepted it. */
 function AddForm({ title, fields, submit, onSubmit }: { title: string; fields: [key: string, label: string][]; submit: string; onSubmit: (values: Record<string, string>) => Promise<unknown> }) {
@@ -238,7 +238,7 @@ export function ProfileFields({ s }: { s: State }) {
     void saver.run(() => api('PATCH', '/realm/profile_fields', { order }));
   };
   const fieldData = () =>
-    type === 3 ? { field_data: Object.fromEntries(options.split('\n').map((o) => o.trim()).filter(Boolean).map((text, i) => [String(i), { text, order: String(i) }])) } : {};
+    type === 3 ? { field_data: choicesData(options.split('\n').map((text, i) => ({ id: String(i), text }))) } : {};
   if (!isAdmin(s)) return <Section title="Custom profile fields"><p class="setting-reason">{ADMIN_ONLY}</p></Section>;
   return (
     <Section title="Custom profile fields">
@@ -335,11 +335,12 @@ export function Bots({ s, mine }: { s: State; mine?: boolean }) {
   const [short, setShort] = useState('');
   const [type, setType] = useState(types[0]?.[0] ?? 1);
   const [keys, setKeys] = useState<Record<number, string>>({});
+  const [editing, setEditing] = useState<number | null>(null);
   const saver = useSaver();
   const ids = { n: useId('bn'), e: useId('be'), t: useId('bt') };
-  const showKey = async (id: number) => {
+  const showKey = async (id: number, regenerate = false) => {
     try {
-      const r = await api('GET', `/bots/${id}/api_key`);
+      const r = await (regenerate ? api('POST', `/bots/${id}/api_key/regenerate`) : api('GET', `/bots/${id}/api_key`));
       setKeys({ ...keys, [id]: r.api_key });
     } catch (e) {
       setKeys({ ...keys, [id]: errorText(e) });
@@ -393,7 +394,7 @@ export function Bots({ s, mine }: { s: State; mine?: boolean }) {
           </tr>
         </thead>
         <tbody>
-          {bots.map((b) => (
+          {bots.map((b) => [
             <tr>
               <th scope="row">
                 {b.full_name}
@@ -411,7 +412,15 @@ export function Bots({ s, mine }: { s: State; mine?: boolean }) {
                         Show API key
                       </button>
                     )}
+                    <button type="button" aria-label={`Generate a new API key for ${b.full_name}`} onClick={() => void showKey(b.user_id, true)}>
+                      Generate new API key
+                    </button>
                   </>
+                )}
+                {(b.bot_owner_id === s.me.user_id || isAdmin(s)) && b.is_active && (
+                  <button type="button" aria-label={`Edit ${b.full_name}`} aria-expanded={editing === b.user_id} onClick={() => setEditing(editing === b.user_id ? null : b.user_id)}>
+                    Edit
+                  </button>
                 )}
                 {(b.bot_owner_id === s.me.user_id || isAdmin(s)) &&
                   (b.is_active ? (
@@ -424,46 +433,127 @@ export function Bots({ s, mine }: { s: State; mine?: boolean }) {
                     </button>
                   ))}
               </td>
-            </tr>
-          ))}
+            </tr>,
+            editing === b.user_id && (
+              <tr>
+                <td colSpan={4}>
+                  <EditBot s={s} bot={b} onDone={() => setEditing(null)} />
+                </td>
+              </tr>
+            ),
+          ])}
         </tbody>
       </table>
     </Section>
   );
 }
 
-/** A profile field's label and hint, changed in place (PATCH /realm/profile_fields/{id}). */
-function EditField({ f, onDone }: { f: { id: number; name: string; hint: string }; onDone: () => void }) {
+/** A bot's name, owner and default channels (PATCH /bots/{id}); the defaults come from register's realm_bots. */
+function EditBot({ s, bot, onDone }: { s: State; bot: BotRow; onDone: () => void }) {
+  const info = ((s.reg.realm_bots ?? []) as { user_id: number; default_sending_stream: string | null; default_events_register_stream: string | null }[]).find((x) => x.user_id === bot.user_id);
+  const [name, setName] = useState(bot.full_name);
+  const [owner, setOwner] = useState(bot.bot_owner_id ?? s.me.user_id);
+  const [sending, setSending] = useState(info?.default_sending_stream ?? '');
+  const [events, setEvents] = useState(info?.default_events_register_stream ?? '');
+  const saver = useSaver();
+  const ids = { n: useId('ebn'), o: useId('ebo'), s: useId('ebs'), e: useId('ebe') };
+  const people = [...s.users.values()].filter((u) => u.is_active && !u.is_bot).sort((a, b) => a.full_name.localeCompare(b.full_name));
+  const channels = [...s.channelNames.values()].sort((a, b) => a.localeCompare(b));
+  const channelSelect = (id: string, value: string, set: (v: string) => void) => (
+    <select id={id} value={value} onChange={(e) => set(e.currentTarget.value)}>
+      <option value="">(none)</option>
+      {channels.map((c) => (
+        <option value={c}>#{c}</option>
+      ))}
+    </select>
+  );
+  return (
+    <form
+      class="setting-grid"
+      aria-label={`Edit ${bot.full_name}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        const params = { full_name: name, bot_owner_id: owner, default_sending_stream: sending, default_events_register_stream: events };
+        void saver.run(() => api('PATCH', `/bots/${bot.user_id}`, params)).then((ok) => ok && onDone());
+      }}
+    >
+      <label for={ids.n}>Name</label>
+      <input id={ids.n} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      <label for={ids.o}>Owner</label>
+      <select id={ids.o} value={String(owner)} onChange={(e) => setOwner(Number(e.currentTarget.value))}>
+        {people.map((u) => (
+          <option value={String(u.user_id)}>{u.full_name}</option>
+        ))}
+      </select>
+      <label for={ids.s}>Default channel for messages it sends</label>
+      {channelSelect(ids.s, sending, setSending)}
+      <label for={ids.e}>Default channel for events it registers for</label>
+      {channelSelect(ids.e, events, setEvents)}
+      <FormActions onCancel={onDone} status={saver.status} />
+    </form>
+  );
+}
+
+interface FieldChoice {
+  id: string;
+  text: string;
+}
+
+/** A select field's choices from its field_data (`{"<id>": {"text", "order"}}`), in order. */
+function parseChoices(fieldData: string): FieldChoice[] {
+  let data: Record<string, { text: string; order: string }> = {};
+  try {
+    data = JSON.parse(fieldData || '{}');
+  } catch {
+    return [];
+  }
+  return Object.entries(data)
+    .sort((a, b) => Number(a[1].order) - Number(b[1].order))
+    .map(([id, c]) => ({ id, text: c.text }));
+}
+
+/** Choices back to field_data: ids kept (people's answers name them), order as listed. */
+const choicesData = (choices: FieldChoice[]) => Object.fromEntries(choices.filter((c) => c.text.trim()).map((c, i) => [c.id, { text: c.text.trim(), order: String(i) }]));
+
+/** A profile field's label and hint, and a select field's choices, changed in place (PATCH /realm/profile_fields/{id}). */
+function EditField({ f, onDone }: { f: { id: number; name: string; hint: string; type: number; field_data: string }; onDone: () => void }) {
   const [name, setName] = useState(f.name);
   const [hint, setHint] = useState(f.hint);
-  const [error, setError] = useState<string | null>(null);
+  const [choices, setChoices] = useState(() => parseChoices(f.field_data));
+  const saver = useSaver();
   const ids = { n: useId('efn'), h: useId('efh') };
+  const setChoice = (i: number, text: string) => setChoices(choices.map((c, j) => (j === i ? { ...c, text } : c)));
+  const nextId = () => String(Math.max(-1, ...choices.map((c) => Number(c.id)).filter(Number.isFinite)) + 1);
   return (
     <form
       class="setting-grid"
       aria-label={`Edit ${f.name}`}
       onSubmit={(e) => {
         e.preventDefault();
-        api('PATCH', `/realm/profile_fields/${f.id}`, { name, hint }).then(onDone, (err) => setError(errorText(err)));
+        void saver.run(() => api('PATCH', `/realm/profile_fields/${f.id}`, { name, hint, ...(f.type === 3 ? { field_data: choicesData(choices) } : {}) })).then((ok) => ok && onDone());
       }}
     >
       <label for={ids.n}>Label</label>
       <input id={ids.n} value={name} onInput={(e) => setName(e.currentTarget.value)} />
       <label for={ids.h}>Hint</label>
       <input id={ids.h} value={hint} onInput={(e) => setHint(e.currentTarget.value)} />
-      <div class="setting-actions">
-        <button class="primary" type="submit">
-          Save
-        </button>
-        <button type="button" onClick={onDone}>
-          Cancel
-        </button>
-        {error && (
-          <span class="save-status error" role="alert">
-            {error}
-          </span>
-        )}
-      </div>
+      {f.type === 3 && (
+        <fieldset class="grid-wide picker-list">
+          <legend>Field choices</legend>
+          {choices.map((c, i) => (
+            <div class="setting-row">
+              <input aria-label={`Choice ${i + 1}`} value={c.text} onInput={(e) => setChoice(i, e.currentTarget.value)} />
+              <button type="button" aria-label={`Remove choice ${i + 1}`} onClick={() => setChoices(choices.filter((_, j) => j !== i))}>
+                Remove
+              </button>
+            </div>
+          ))}
+          <button type="button" onClick={() => setChoices([...choices, { id: nextId(), text: '' }])}>
+            Add choice
+          </button>
+        </fieldset>
+      )}
+      <FormActions onCancel={onDone} status={saver.status} />
     </form>
   );
 }

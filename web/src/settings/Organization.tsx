@@ -3,6 +3,7 @@ import { api } from '../api/client';
 import type { State } from '../state/store';
 import { Avatar } from '../ui/Avatar';
 import {
+  AddForm,
   ADMIN_ONLY,
   Checkbox,
   errorText,
@@ -27,6 +28,27 @@ import {
 
 const patchRealm = (params: Record<string, unknown>) => api('PATCH', '/realm', params as any);
 
+/**
+ * The PATCH /realm settings only owners may change: the server's one list (Zulip's
+ * update_realm), which register does not carry, so it is kept here once.
+ */
+const OWNER_ONLY_SETTINGS = new Set([
+  'invite_required',
+  'create_multiuse_invite_group',
+  'can_create_groups',
+  'can_invite_users_group',
+  'can_manage_all_groups',
+  'can_manage_billing_group',
+  'emails_restricted_to_domains',
+  'disallow_disposable_email_addresses',
+  'waiting_period_threshold',
+  'message_retention_days',
+  'authentication_methods',
+]);
+
+/** Why the person may not change a PATCH /realm setting (administrators', some owners'), or undefined. */
+const realmReason = (s: State, name: string) => (!isAdmin(s) ? ADMIN_ONLY : OWNER_ONLY_SETTINGS.has(name) && !isOwner(s) ? OWNER_ONLY : undefined);
+
 export function OrganizationProfile({ s }: { s: State }) {
   const r = s.reg;
   const reason = isAdmin(s) ? undefined : ADMIN_ONLY;
@@ -34,8 +56,8 @@ export function OrganizationProfile({ s }: { s: State }) {
     <Section title="Organization profile">
       <TextSetting label="Organization name" value={r.realm_name ?? s.realm.name} onSave={(v) => patchRealm({ name: v })} disabledReason={reason} />
       <TextSetting label="Organization description" value={r.realm_description ?? ''} multiline onSave={(v) => patchRealm({ description: v })} disabledReason={reason} />
-      <ImageSetting label="Organization icon" url={r.realm_icon_url} path="/realm/icon" custom={r.realm_icon_source === 'U'} reason={reason} />
-      <ImageSetting label="Organization logo" url={r.realm_logo_url} path="/realm/logo" custom={r.realm_logo_source === 'U'} reason={reason} />
+      <ImageSetting label="Organization icon" url={r.realm_icon_url} path="/realm/icon" custom={r.realm_icon_source === 'U'} />
+      <ImageSetting label="Organization logo" url={r.realm_logo_url} path="/realm/logo" custom={r.realm_logo_source === 'U'} />
     </Section>
   );
 }
@@ -78,6 +100,7 @@ const LIMITS: [number | 'null', string][] = [
   [600, '10 minutes'],
   [3600, '1 hour'],
   [86400, '1 day'],
+  [259200, '3 days'],
   [604800, '1 week'],
 ];
 
@@ -89,6 +112,39 @@ function limitOptions(current: number | null): [string, string][] {
 
 const limitValue = (v: string) => (v === 'null' ? 0 : Number(v));
 
+/** A time limit of PATCH /realm (seconds, or "unlimited"), as a choice of durations. */
+function LimitSetting({ s, name, label }: { s: State; name: string; label: string }) {
+  const current = s.reg[`realm_${name}`] ?? null;
+  return (
+    <Select
+      label={label}
+      value={String(current ?? 'null')}
+      options={limitOptions(current)}
+      onSave={(v) => patchRealm({ [name]: v === 'null' ? 'unlimited' : limitValue(v) })}
+      disabledReason={realmReason(s, name)}
+    />
+  );
+}
+
+/** A boolean of PATCH /realm, saved as it changes. */
+function RealmCheckbox({ s, name, label }: { s: State; name: string; label: string }) {
+  return <Checkbox label={label} checked={!!s.reg[`realm_${name}`]} onSave={(v) => patchRealm({ [name]: v })} disabledReason={realmReason(s, name)} />;
+}
+
+/** A channel setting of PATCH /realm (an announcement channel), -1 for none. */
+function RealmChannel({ s, name, label }: { s: State; name: string; label: string }) {
+  const channels = [...s.channelNames.entries()].sort((a, b) => a[1].localeCompare(b[1]));
+  return (
+    <Select
+      label={label}
+      value={s.reg[`realm_${name}`] ?? -1}
+      options={[[-1, 'Disabled'], ...channels.map(([id, n]) => [id, `#${n}`] as [number, string])]}
+      onSave={(v) => patchRealm({ [name]: v })}
+      disabledReason={realmReason(s, name)}
+    />
+  );
+}
+
 export function OrganizationSettings({ s }: { s: State }) {
   const r = s.reg;
   const reason = isAdmin(s) ? undefined : ADMIN_ONLY;
@@ -96,19 +152,20 @@ export function OrganizationSettings({ s }: { s: State }) {
   return (
     <Section title="Organization settings">
       <Subsection title="Message editing">
-        <Checkbox label="Allow message editing" checked={!!r.realm_allow_message_editing} onSave={(v) => patchRealm({ allow_message_editing: v })} disabledReason={reason} />
+        <RealmCheckbox s={s} name="allow_message_editing" label="Allow message editing" />
+        <LimitSetting s={s} name="message_content_edit_limit_seconds" label="Time limit for editing messages" />
+        <LimitSetting s={s} name="message_content_delete_limit_seconds" label="Time limit for deleting messages" />
+        <LimitSetting s={s} name="move_messages_within_stream_limit_seconds" label="Time limit for moving messages between topics" />
+        <LimitSetting s={s} name="move_messages_between_streams_limit_seconds" label="Time limit for moving messages between channels" />
         <Select
-          label="Time limit for editing messages"
-          value={String(r.realm_message_content_edit_limit_seconds ?? 'null')}
-          options={limitOptions(r.realm_message_content_edit_limit_seconds ?? null)}
-          onSave={(v) => patchRealm({ message_content_edit_limit_seconds: v === 'null' ? 'unlimited' : limitValue(v) })}
-          disabledReason={reason}
-        />
-        <Select
-          label="Time limit for deleting messages"
-          value={String(r.realm_message_content_delete_limit_seconds ?? 'null')}
-          options={limitOptions(r.realm_message_content_delete_limit_seconds ?? null)}
-          onSave={(v) => patchRealm({ message_content_delete_limit_seconds: v === 'null' ? 'unlimited' : limitValue(v) })}
+          label="Message edit history"
+          value={r.realm_message_edit_history_visibility_policy ?? 'all'}
+          options={[
+            ['all', 'Show edits and moves'],
+            ['moves', 'Show moves only'],
+            ['none', "Don't show edit history"],
+          ]}
+          onSave={(v) => patchRealm({ message_edit_history_visibility_policy: v })}
           disabledReason={reason}
         />
         <Select
@@ -130,16 +187,26 @@ export function OrganizationSettings({ s }: { s: State }) {
           onSave={(v) => patchRealm({ video_chat_provider: v })}
           disabledReason={reason}
         />
-        <Checkbox label="Show previews of uploaded and linked images and videos" checked={!!r.realm_inline_image_preview} onSave={(v) => patchRealm({ inline_image_preview: v })} disabledReason={reason} />
-        <Checkbox label="Send emails introducing Zulip to new users" checked={!!r.realm_send_welcome_emails} onSave={(v) => patchRealm({ send_welcome_emails: v })} disabledReason={reason} />
-        <Checkbox label="Allow sending read receipts" checked={!!r.realm_enable_read_receipts} onSave={(v) => patchRealm({ enable_read_receipts: v })} disabledReason={reason} />
-        <Checkbox label="Prevent users from changing their name" checked={!!r.realm_name_changes_disabled} onSave={(v) => patchRealm({ name_changes_disabled: v })} disabledReason={reason} />
-        <Checkbox label="Prevent users from changing their email address" checked={!!r.realm_email_changes_disabled} onSave={(v) => patchRealm({ email_changes_disabled: v })} disabledReason={reason} />
-        <Checkbox label="Prevent users from changing their avatar" checked={!!r.realm_avatar_changes_disabled} onSave={(v) => patchRealm({ avatar_changes_disabled: v })} disabledReason={reason} />
-        <Checkbox label="Require unique names" checked={!!r.realm_require_unique_names} onSave={(v) => patchRealm({ require_unique_names: v })} disabledReason={reason} />
-        <Checkbox label="Display “(guest)” after names of guest users" checked={!!r.realm_enable_guest_user_indicator} onSave={(v) => patchRealm({ enable_guest_user_indicator: v })} disabledReason={reason} />
-        <Checkbox label="Allow creating web-public channels (visible to anyone on the Internet)" checked={!!r.realm_enable_spectator_access} onSave={(v) => patchRealm({ enable_spectator_access: v })} disabledReason={reason} />
-        <Checkbox label="Send weekly digest emails to inactive users" checked={!!r.realm_digest_emails_enabled} onSave={(v) => patchRealm({ digest_emails_enabled: v })} disabledReason={reason} />
+        <TextSetting
+          label={`Jitsi server URL (empty: this server's default, ${r.server_jitsi_server_url ?? 'none'})`}
+          type="url"
+          value={r.realm_jitsi_server_url ?? ''}
+          onSave={(v) => patchRealm({ jitsi_server_url: JSON.stringify(v.trim() || 'default') })}
+          disabledReason={reason}
+        />
+        <RealmCheckbox s={s} name="inline_url_embed_preview" label="Show previews of linked websites" />
+        <RealmCheckbox s={s} name="message_content_allowed_in_email_notifications" label="Allow message content in message notification emails" />
+        <RealmCheckbox s={s} name="enable_guest_user_dm_warning" label="Warn when composing a direct message to a guest" />
+        <RealmCheckbox s={s} name="inline_image_preview" label="Show previews of uploaded and linked images and videos" />
+        <RealmCheckbox s={s} name="send_welcome_emails" label="Send emails introducing Zulip to new users" />
+        <RealmCheckbox s={s} name="enable_read_receipts" label="Allow sending read receipts" />
+        <RealmCheckbox s={s} name="name_changes_disabled" label="Prevent users from changing their name" />
+        <RealmCheckbox s={s} name="email_changes_disabled" label="Prevent users from changing their email address" />
+        <RealmCheckbox s={s} name="avatar_changes_disabled" label="Prevent users from changing their avatar" />
+        <RealmCheckbox s={s} name="require_unique_names" label="Require unique names" />
+        <RealmCheckbox s={s} name="enable_guest_user_indicator" label="Display “(guest)” after names of guest users" />
+        <RealmCheckbox s={s} name="enable_spectator_access" label="Allow creating web-public channels (visible to anyone on the Internet)" />
+        <RealmCheckbox s={s} name="digest_emails_enabled" label="Send weekly digest emails to inactive users" />
         <Select
           label="Day of the week to send digests"
           value={r.realm_digest_weekday ?? 1}
@@ -149,13 +216,19 @@ export function OrganizationSettings({ s }: { s: State }) {
         />
         <TextSetting label="Custom welcome message" multiline value={r.realm_welcome_message_custom_text ?? ''} onSave={(v) => patchRealm({ welcome_message_custom_text: v })} disabledReason={reason} />
       </Subsection>
+      <Subsection title="Automated messages and emails">
+        <RealmChannel s={s} name="new_stream_announcements_stream_id" label="New channel announcements" />
+        <RealmChannel s={s} name="signup_announcements_stream_id" label="New user announcements" />
+        <RealmChannel s={s} name="zulip_update_announcements_stream_id" label="Zulip update announcements" />
+        <RealmChannel s={s} name="moderation_request_channel_id" label="Moderation requests" />
+      </Subsection>
       <Subsection title="Message retention">
         <Select
           label="Message retention period"
           value={r.realm_message_retention_days ?? -1}
           options={[[-1, 'Retain forever'], ...[30, 90, 365, 730].map((d) => [d, `${d} days`] as [number, string]), ...(![-1, 30, 90, 365, 730].includes(r.realm_message_retention_days) && r.realm_message_retention_days ? [[r.realm_message_retention_days, `${r.realm_message_retention_days} days`] as [number, string]] : [])]}
           onSave={(v) => patchRealm({ message_retention_days: v === -1 ? 'unlimited' : v })}
-          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+          disabledReason={realmReason(s, 'message_retention_days')}
         />
       </Subsection>
       <Subsection title="Joining the organization">
@@ -164,33 +237,75 @@ export function OrganizationSettings({ s }: { s: State }) {
           value={r.realm_waiting_period_threshold ?? 0}
           options={[[0, 'None'], [3, '3 days'], [7, '7 days'], [30, '30 days'], ...(![0, 3, 7, 30].includes(r.realm_waiting_period_threshold ?? 0) ? [[r.realm_waiting_period_threshold, `${r.realm_waiting_period_threshold} days`] as [number, string]] : [])]}
           onSave={(v) => patchRealm({ waiting_period_threshold: v })}
-          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
+          disabledReason={realmReason(s, 'waiting_period_threshold')}
         />
-        <Checkbox
-          label="Don't allow disposable email addresses"
-          checked={!!r.realm_disallow_disposable_email_addresses}
-          onSave={(v) => patchRealm({ disallow_disposable_email_addresses: v })}
-          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
-        />
-        <Checkbox label="Invitations are required for joining this organization" checked={!!r.realm_invite_required} onSave={(v) => patchRealm({ invite_required: v })} disabledReason={isOwner(s) ? undefined : OWNER_ONLY} />
-        <Checkbox
-          label="Restrict to a list of domains"
-          checked={!!r.realm_emails_restricted_to_domains}
-          onSave={(v) => patchRealm({ emails_restricted_to_domains: v })}
-          disabledReason={isOwner(s) ? undefined : OWNER_ONLY}
-        />
-        <Domains s={s} reason={isOwner(s) ? undefined : OWNER_ONLY} />
-        <DefaultChannels s={s} reason={reason} />
+        <RealmCheckbox s={s} name="disallow_disposable_email_addresses" label="Don't allow disposable email addresses" />
+        <RealmCheckbox s={s} name="invite_required" label="Invitations are required for joining this organization" />
+        <RealmCheckbox s={s} name="emails_restricted_to_domains" label="Restrict to a list of domains" />
+        <Domains s={s} reason={realmReason(s, 'emails_restricted_to_domains')} />
+        <DefaultChannels s={s} />
       </Subsection>
+      <AuthenticationMethods s={s} />
+      <ChannelFolders s={s} />
     </Section>
+  );
+}
+
+/** Register's realm_authentication_methods: each backend's state; owners change them. */
+function AuthenticationMethods({ s }: { s: State }) {
+  const methods = Object.entries((s.reg.realm_authentication_methods ?? {}) as Record<string, { enabled: boolean; available: boolean; unavailable_reason?: string }>);
+  return (
+    <Subsection title="Authentication methods">
+      {methods.map(([name, m]) => (
+        <Checkbox
+          label={name === 'Email' ? 'Email and password' : name}
+          checked={m.enabled}
+          onSave={(v) => patchRealm({ authentication_methods: { [name]: v } })}
+          disabledReason={!m.available ? m.unavailable_reason ?? 'Not configured on this server.' : realmReason(s, 'authentication_methods')}
+        />
+      ))}
+    </Subsection>
+  );
+}
+
+interface ChannelFolder {
+  id: number;
+  name: string;
+  description: string;
+  is_archived: boolean;
+}
+
+/** The organization's channel folders (GET /channel_folders), fetched again on channel_folder events. */
+function ChannelFolders({ s, reason }: { s: State; reason?: string }) {
+  const { data } = useFetched(s, ['channel_folder'], () => api('GET', '/channel_folders', { include_archived: true }).then((r) => r.channel_folders as ChannelFolder[]));
+  const saver = useSaver();
+  return (
+    <Subsection title="Channel folders">
+      <ul class="plain settings-list" aria-label="Channel folders">
+        {(data ?? []).map((f) => (
+          <li>
+            <span>
+              {f.name}
+              {f.is_archived && ' (archived)'}
+            </span>
+            <span class="muted">{f.description}</span>
+            {!reason && (
+              <button type="button" aria-label={`${f.is_archived ? 'Unarchive' : 'Archive'} channel folder ${f.name}`} onClick={() => void saver.run(() => api('PATCH', `/channel_folders/${f.id}`, { is_archived: !f.is_archived }))}>
+                {f.is_archived ? 'Unarchive' : 'Archive'}
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      {!reason && <AddForm label="New channel folder" button="Create" onAdd={(name) => saver.run(() => api('POST', '/channel_folders/create', { name, description: '' }))} />}
+      {saver.status}
+    </Subsection>
   );
 }
 
 function Domains({ s, reason }: { s: State; reason?: string }) {
   const domains: { domain: string; allow_subdomains: boolean }[] = s.reg.realm_domains ?? [];
-  const [domain, setDomain] = useState('');
   const saver = useSaver();
-  const id = useId('dom');
   return (
     <div class="setting">
       <h4>Allowed domains</h4>
@@ -206,21 +321,7 @@ function Domains({ s, reason }: { s: State; reason?: string }) {
           </li>
         ))}
       </ul>
-      {!reason && (
-        <form
-          class="setting-row"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void saver.run(() => api('POST', '/realm/domains', { domain, allow_subdomains: false })).then((ok) => ok && setDomain(''));
-          }}
-        >
-          <label for={id}>Domain</label>
-          <input id={id} value={domain} onInput={(e) => setDomain(e.currentTarget.value)} />
-          <button type="submit" disabled={!domain}>
-            Add
-          </button>
-        </form>
-      )}
+      {!reason && <AddForm label="Domain" onAdd={(domain) => saver.run(() => api('POST', '/realm/domains', { domain, allow_subdomains: false }))} />}
       {saver.status}
     </div>
   );
@@ -297,8 +398,6 @@ const REALM_PERMISSIONS: [string, string][] = [
   ['can_access_all_users_group', 'Who can view all other users in the organization'],
 ];
 
-/** Group settings only owners may change (Zulip's update_realm; the server's OWNER_ONLY). */
-const OWNER_ONLY_SETTINGS = new Set(['create_multiuse_invite_group', 'can_create_groups', 'can_invite_users_group', 'can_manage_all_groups', 'can_manage_billing_group']);
 
 export function OrganizationPermissions({ s }: { s: State }) {
   return (
@@ -309,7 +408,7 @@ export function OrganizationPermissions({ s }: { s: State }) {
           label={label}
           value={s.reg[`realm_${name}`] as GroupSetting}
           onSave={(g) => patchRealm({ [name]: { new: g } })}
-          disabledReason={!isAdmin(s) ? ADMIN_ONLY : OWNER_ONLY_SETTINGS.has(name) && !isOwner(s) ? OWNER_ONLY : undefined}
+          disabledReason={realmReason(s, name)}
         />
       ))}
     </Section>

@@ -1,15 +1,38 @@
-import { useState } from 'preact/hooks';
-import { api, ApiError, csrfToken } from '../api/client';
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError, csrfToken, type Params } from '../api/client';
 import type { State } from '../state/store';
+import { BUILT_IN_VIEWS, type NavigationView } from './live';
 import { Avatar } from '../ui/Avatar';
 import { TwoFactorSetting } from './TwoFactor';
-import { Checkbox, cropSquare, errorText, isAdmin, saveSetting, Section, Select, Subsection, TextSetting, uploadForm, useId, useSaver } from './common';
+import { ADMIN_ONLY, Checkbox, cropArea, cropToPng, errorText, isAdmin, saveSetting, Section, Select, Subsection, TextSetting, uploadForm, useId, useSaver } from './common';
 
 const settingsOf = (s: State): Record<string, any> => s.reg.user_settings ?? {};
 
-/** A boolean personal setting, saved as it changes. */
-function Toggle({ s, name, label }: { s: State; name: string; label: string }) {
-  return <Checkbox label={label} checked={!!settingsOf(s)[name]} onSave={(v) => saveSetting({ [name]: v })} />;
+/**
+ * Where a screen of user settings reads and saves: the person's own (PATCH /settings), or the
+ * organization's defaults for new users (PATCH /realm/user_settings_defaults), which have the
+ * same names.
+ */
+export interface SettingsSource {
+  values: Record<string, any>;
+  save: (params: Record<string, unknown>) => Promise<unknown>;
+  disabledReason?: string;
+  /** Settings this source cannot change. */
+  omit?: string[];
+}
+
+const personal = (s: State): SettingsSource => ({ values: settingsOf(s), save: (p) => saveSetting(p as Params) });
+
+/** A boolean user setting, saved as it changes. */
+function Toggle({ src, name, label }: { src: SettingsSource; name: string; label: string }) {
+  if (src.omit?.includes(name)) return null;
+  return <Checkbox label={label} checked={!!src.values[name]} onSave={(v) => src.save({ [name]: v })} disabledReason={src.disabledReason} />;
+}
+
+/** A user setting chosen from a list, saved as it changes. */
+function Choice<T extends string | number>({ src, name, label, options, fallback }: { src: SettingsSource; name: string; label: string; options: [T, string][]; fallback: T }) {
+  return <Select label={label} value={(src.values[name] ?? fallback) as T} options={options} onSave={(v) => src.save({ [name]: v })} disabledReason={src.disabledReason} />;
 }
 
 export function Profile({ s }: { s: State }) {
@@ -30,6 +53,7 @@ function AvatarSetting({ s, disabledReason }: { s: State; disabledReason?: strin
   const me = s.users.get(s.me.user_id) ?? s.me;
   const id = useId('avatar');
   const saver = useSaver();
+  const [file, setFile] = useState<File | null>(null);
   const custom = (me as any).avatar_source === 'U' || s.reg.avatar_source === 'U' || !String(me.avatar_url ?? '').includes('gravatar');
   return (
     <Subsection title="Profile picture">
@@ -43,8 +67,8 @@ function AvatarSetting({ s, disabledReason }: { s: State; disabledReason?: strin
             accept="image/*"
             disabled={!!disabledReason}
             onChange={(e) => {
-              const file = e.currentTarget.files?.[0];
-              if (file) void saver.run(async () => uploadForm('POST', '/users/me/avatar', { file: new File([await cropSquare(file)], 'avatar.png', { type: 'image/png' }) }));
+              setFile(e.currentTarget.files?.[0] ?? null);
+              e.currentTarget.value = '';
             }}
           />
           {custom && (
@@ -56,7 +80,90 @@ function AvatarSetting({ s, disabledReason }: { s: State; disabledReason?: strin
           {disabledReason && <span class="setting-reason">{disabledReason}</span>}
         </div>
       </div>
+      {file && (
+        <AvatarCrop
+          file={file}
+          onCancel={() => setFile(null)}
+          onSave={(png) => {
+            setFile(null);
+            void saver.run(() => uploadForm('POST', '/users/me/avatar', { file: new File([png], 'avatar.png', { type: 'image/png' }) }));
+          }}
+        />
+      )}
     </Subsection>
+  );
+}
+
+const CROP_VIEW = 320;
+
+/**
+ * Choosing the square of a new picture: the image with the square drawn on it, moved by dragging
+ * it or by the position sliders, and sized by the zoom slider (keyboard and screen readers use
+ * the sliders). Only the square is uploaded.
+ */
+function AvatarCrop({ file, onCancel, onSave }: { file: File; onCancel: () => void; onSave: (png: Blob) => void }) {
+  const [image, setImage] = useState<ImageBitmap | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [crop, setCrop] = useState({ zoom: 100, x: 50, y: 50 });
+  const canvas = useRef<HTMLCanvasElement>(null);
+  useEffect(() => {
+    createImageBitmap(file).then(setImage, () => setError('This file is not an image this browser can read.'));
+  }, [file]);
+  const scale = image ? Math.min(CROP_VIEW / image.width, CROP_VIEW / image.height) : 1;
+  const area = image ? cropArea(image.width, image.height, crop.zoom, crop.x, crop.y) : null;
+  useEffect(() => {
+    const c = canvas.current;
+    if (!c || !image || !area) return;
+    const g = c.getContext('2d')!;
+    g.clearRect(0, 0, c.width, c.height);
+    g.drawImage(image, 0, 0, c.width, c.height);
+    g.fillStyle = 'rgba(0, 0, 0, 0.55)';
+    const [l, t, side] = [area.left * scale, area.top * scale, area.side * scale];
+    g.fillRect(0, 0, c.width, t);
+    g.fillRect(0, t + side, c.width, c.height - t - side);
+    g.fillRect(0, t, l, side);
+    g.fillRect(l + side, t, c.width - l - side, side);
+    g.strokeStyle = '#ffffff';
+    g.lineWidth = 2;
+    g.strokeRect(l + 1, t + 1, side - 2, side - 2);
+  }, [image, crop]);
+  // Dragging centres the square under the pointer, as far as the image allows.
+  const drag = (e: PointerEvent) => {
+    if (!image || !area || (e.type === 'pointermove' && e.buttons !== 1)) return;
+    const box = (e.currentTarget as HTMLCanvasElement).getBoundingClientRect();
+    const px = ((e.clientX - box.left) / box.width) * image.width;
+    const py = ((e.clientY - box.top) / box.height) * image.height;
+    const at = (p: number, room: number) => (room <= 0 ? 50 : Math.min(100, Math.max(0, ((p - area.side / 2) / room) * 100)));
+    setCrop({ ...crop, x: Math.round(at(px, image.width - area.side)), y: Math.round(at(py, image.height - area.side)) });
+  };
+  const slider = (key: 'zoom' | 'x' | 'y', label: string, min: number) => (
+    <label class="crop-slider">
+      {label}
+      <input type="range" min={min} max={100} value={crop[key]} onInput={(e) => setCrop({ ...crop, [key]: Number(e.currentTarget.value) })} />
+    </label>
+  );
+  return (
+    <div class="avatar-crop" role="group" aria-label="Crop your profile picture">
+      {error && <p role="alert">{error}</p>}
+      {image && (
+        <>
+          <canvas ref={canvas} width={Math.round(image.width * scale)} height={Math.round(image.height * scale)} aria-label="The new picture; the square is what will be kept" role="img" onPointerDown={drag} onPointerMove={drag} />
+          <div class="crop-controls">
+            {slider('zoom', 'Zoom', 10)}
+            {slider('x', 'Horizontal position', 0)}
+            {slider('y', 'Vertical position', 0)}
+            <div class="setting-actions">
+              <button type="button" class="primary" onClick={() => void cropToPng(image, area!).then(onSave, (e) => setError(String(e)))}>
+                Save profile picture
+              </button>
+              <button type="button" onClick={onCancel}>
+                Cancel
+              </button>
+            </div>
+          </div>
+        </>
+      )}
+    </div>
   );
 }
 
@@ -165,6 +272,7 @@ function StatusSetting({ s }: { s: State }) {
 
 export function Account({ s }: { s: State }) {
   const us = settingsOf(s);
+  const src = personal(s);
   const email = s.reg.delivery_email ?? s.me.email;
   const emailReason = s.reg.realm_email_changes_disabled && !isAdmin(s) ? 'Email address changes are disabled in this organization.' : undefined;
   const [emailSent, setEmailSent] = useState<string | null>(null);
@@ -199,11 +307,11 @@ export function Account({ s }: { s: State }) {
           ]}
           onSave={(v) => saveSetting({ email_address_visibility: v })}
         />
-        <Toggle s={s} name="send_private_typing_notifications" label="Let recipients see when I'm typing direct messages" />
-        <Toggle s={s} name="send_stream_typing_notifications" label="Let recipients see when I'm typing messages in channels" />
-        <Toggle s={s} name="send_read_receipts" label="Let others see when I've read messages" />
-        <Toggle s={s} name="presence_enabled" label="Display my availability to other users" />
-        <Toggle s={s} name="allow_private_data_export" label="Let administrators export my private data" />
+        <Toggle src={src} name="send_private_typing_notifications" label="Let recipients see when I'm typing direct messages" />
+        <Toggle src={src} name="send_stream_typing_notifications" label="Let recipients see when I'm typing messages in channels" />
+        <Toggle src={src} name="send_read_receipts" label="Let others see when I've read messages" />
+        <Toggle src={src} name="presence_enabled" label="Display my availability to other users" />
+        <Toggle src={src} name="allow_private_data_export" label="Let administrators export my private data" />
       </Subsection>
     </Section>
   );
@@ -315,132 +423,125 @@ function ApiKey({ s, email }: { s: State; email: string }) {
 }
 
 export function Preferences({ s }: { s: State }) {
-  const us = settingsOf(s);
+  const src = personal(s);
   const zones = (Intl as any).supportedValuesOf?.('timeZone') as string[] | undefined;
-  const tz = us.timezone || s.settings.timezone;
+  const tz = src.values.timezone || s.settings.timezone;
   return (
     <Section title="Preferences">
-      <Subsection title="General">
+      <PreferenceFields src={src}>
         <Select label="Language" value="en" options={[['en', 'English']]} onSave={async () => undefined} disabledReason="Parley's web app is in English." />
-        <Select
+        <Select label="Time zone" value={tz} options={[...new Set([tz, ...(zones ?? [])])].map((z) => [z, z] as [string, string])} onSave={(v) => saveSetting({ timezone: v })} />
+      </PreferenceFields>
+    </Section>
+  );
+}
+
+/** What new users of the organization start with (Zulip's "Default user settings"). */
+export function DefaultUserSettings({ s }: { s: State }) {
+  const src: SettingsSource = {
+    values: s.reg.realm_user_settings_defaults ?? {},
+    save: (p) => api('PATCH', '/realm/user_settings_defaults', p as Params),
+    disabledReason: isAdmin(s) ? undefined : ADMIN_ONLY,
+    // Register lists them among the defaults, but each person's own (Zulip's update_realm_user_settings_defaults refuses them).
+    omit: ['enable_login_emails'],
+  };
+  return (
+    <Section title="Default user settings" intro="The settings new users of this organization start with; each person can change their own.">
+      <PreferenceFields src={src} />
+      <NotificationFields src={src} />
+    </Section>
+  );
+}
+
+/** The preferences a person has and an organization sets defaults for; `children` lead "General". */
+function PreferenceFields({ src, children }: { src: SettingsSource; children?: ComponentChildren }) {
+  return (
+    <>
+      <Subsection title="General">
+        {children}
+        <Choice
+          src={src}
+          name="color_scheme"
           label="Theme"
-          value={us.color_scheme ?? 1}
+          fallback={1}
           options={[
             [1, 'Automatic (follows system settings)'],
             [3, 'Light'],
             [2, 'Dark'],
           ]}
-          onSave={(v) => saveSetting({ color_scheme: v })}
         />
         <Select
           label="Time format"
-          value={us.twenty_four_hour_time ? '24' : '12'}
+          value={src.values.twenty_four_hour_time ? '24' : '12'}
           options={[
             ['12', '12-hour clock (5:00 PM)'],
             ['24', '24-hour clock (17:00)'],
           ]}
-          onSave={(v) => saveSetting({ twenty_four_hour_time: v === '24' })}
+          onSave={(v) => src.save({ twenty_four_hour_time: v === '24' })}
+          disabledReason={src.disabledReason}
         />
-        <Select label="Time zone" value={tz} options={[...new Set([tz, ...(zones ?? [])])].map((z) => [z, z] as [string, string])} onSave={(v) => saveSetting({ timezone: v })} />
-        <Select
-          label="Emoji theme"
-          value={us.emojiset ?? 'google'}
-          options={[
-            ['google', 'Google'],
-            ['twitter', 'Twitter'],
-            ['text', 'Plain text'],
-          ]}
-          onSave={(v) => saveSetting({ emojiset: v })}
-        />
+        <Choice src={src} name="emojiset" label="Emoji theme" fallback="google" options={((src.values.emojiset_choices ?? []) as { key: string; text: string }[]).map((c) => [c.key, c.text] as [string, string])} />
       </Subsection>
       <Subsection title="Navigation">
-        <Select
+        <Choice
+          src={src}
+          name="web_home_view"
           label="Home view"
-          value={us.web_home_view ?? 'inbox'}
+          fallback="inbox"
           options={[
             ['inbox', 'Inbox'],
             ['recent_topics', 'Recent conversations'],
             ['all_messages', 'Combined feed'],
           ]}
-          onSave={(v) => saveSetting({ web_home_view: v })}
         />
-        <Select
+        <Choice
+          src={src}
+          name="web_channel_default_view"
           label="Default view for channels"
-          value={us.web_channel_default_view ?? 1}
+          fallback={1}
           options={[
             [1, 'Top topic in the channel'],
             [2, 'Channel feed'],
             [3, 'List of topics'],
             [4, 'Top unread topic in channel'],
           ]}
-          onSave={(v) => saveSetting({ web_channel_default_view: v })}
         />
-        <Toggle s={s} name="web_escape_navigates_to_home_view" label="Escape key navigates to home view" />
+        <Toggle src={src} name="web_escape_navigates_to_home_view" label="Escape key navigates to home view" />
       </Subsection>
       <Subsection title="Compose">
-        <Toggle s={s} name="enter_sends" label="Enter sends" />
-        <Toggle s={s} name="translate_emoticons" label="Convert emoticons before sending (:) becomes 😃)" />
+        <Toggle src={src} name="enter_sends" label="Enter sends" />
+        <Toggle src={src} name="translate_emoticons" label="Convert emoticons before sending (:) becomes 😃)" />
       </Subsection>
-    </Section>
+    </>
   );
 }
 
-const STREAM_NOTIFICATIONS: [string, string, string][] = [
-  ['desktop_notifications', 'enable_stream_desktop_notifications', 'Visual desktop notifications'],
-  ['audible_notifications', 'enable_stream_audible_notifications', 'Audible desktop notifications'],
-  ['push_notifications', 'enable_stream_push_notifications', 'Mobile notifications'],
-  ['email_notifications', 'enable_stream_email_notifications', 'Email notifications'],
+/**
+ * Each kind of notification: a subscription's own override, then the settings for channels,
+ * followed topics, and direct messages and mentions, and its label.
+ */
+export const NOTIFICATIONS: [string, string, string, string, string][] = [
+  ['desktop_notifications', 'enable_stream_desktop_notifications', 'enable_followed_topic_desktop_notifications', 'enable_desktop_notifications', 'Visual desktop notifications'],
+  ['audible_notifications', 'enable_stream_audible_notifications', 'enable_followed_topic_audible_notifications', 'enable_sounds', 'Audible desktop notifications'],
+  ['push_notifications', 'enable_stream_push_notifications', 'enable_followed_topic_push_notifications', 'enable_offline_push_notifications', 'Mobile notifications'],
+  ['email_notifications', 'enable_stream_email_notifications', 'enable_followed_topic_email_notifications', 'enable_offline_email_notifications', 'Email notifications'],
 ];
 
 export function Notifications({ s }: { s: State }) {
-  const us = settingsOf(s);
+  const src = personal(s);
+  const us = src.values;
   const saver = useSaver();
   const subs = [...s.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
   return (
     <Section title="Notifications">
-      <Subsection title="Channels">
-        {STREAM_NOTIFICATIONS.map(([, name, label]) => (
-          <Toggle s={s} name={name} label={`Channels: ${label}`} />
-        ))}
-        <Toggle s={s} name="wildcard_mentions_notify" label="Notify for @all, @everyone and @channel mentions" />
-      </Subsection>
-      <Subsection title="Followed topics">
-        <Toggle s={s} name="enable_followed_topic_desktop_notifications" label="Followed topics: Visual desktop notifications" />
-        <Toggle s={s} name="enable_followed_topic_audible_notifications" label="Followed topics: Audible desktop notifications" />
-        <Toggle s={s} name="enable_followed_topic_push_notifications" label="Followed topics: Mobile notifications" />
-        <Toggle s={s} name="enable_followed_topic_email_notifications" label="Followed topics: Email notifications" />
-      </Subsection>
-      <Subsection title="Direct messages and mentions">
-        <Toggle s={s} name="enable_desktop_notifications" label="Visual desktop notifications" />
-        <Toggle s={s} name="enable_sounds" label="Audible desktop notifications" />
-        <Toggle s={s} name="enable_offline_push_notifications" label="Mobile notifications" />
-        <Toggle s={s} name="enable_offline_email_notifications" label="Email notifications" />
-        <Toggle s={s} name="pm_content_in_desktop_notifications" label="Include content of direct messages in desktop notifications" />
-      </Subsection>
-      <Subsection title="Email">
-        <Toggle s={s} name="enable_digest_emails" label="Send digest emails when I'm away" />
-        <Toggle s={s} name="enable_login_emails" label="Send email notifications for new logins to my account" />
-        <Toggle s={s} name="message_content_in_email_notifications" label="Include message content in message notification emails" />
-        <Select
-          label="Delay before sending message notification emails"
-          value={us.email_notifications_batching_period_seconds ?? 120}
-          options={[
-            [120, '2 minutes'],
-            [300, '5 minutes'],
-            [600, '10 minutes'],
-            [1800, '30 minutes'],
-            [3600, '1 hour'],
-          ]}
-          onSave={(v) => saveSetting({ email_notifications_batching_period_seconds: v })}
-        />
-      </Subsection>
+      <NotificationFields src={src} />
       {subs.length > 0 && (
         <Subsection title="Notification settings for channels">
           <table class="settings-table">
             <thead>
               <tr>
                 <th scope="col">Channel</th>
-                {STREAM_NOTIFICATIONS.map(([, , label]) => (
+                {NOTIFICATIONS.map(([, , , , label]) => (
                   <th scope="col">{label}</th>
                 ))}
               </tr>
@@ -449,7 +550,7 @@ export function Notifications({ s }: { s: State }) {
               {subs.map((sub) => (
                 <tr>
                   <th scope="row">#{sub.name}</th>
-                  {STREAM_NOTIFICATIONS.map(([prop, global, label]) => {
+                  {NOTIFICATIONS.map(([prop, global, , , label]) => {
                     const own = (sub as any)[prop];
                     const value = own === null || own === undefined ? !!us[global] : own;
                     return (
@@ -471,6 +572,49 @@ export function Notifications({ s }: { s: State }) {
         </Subsection>
       )}
     </Section>
+  );
+}
+
+/** The notification settings a person has and an organization sets defaults for. */
+function NotificationFields({ src }: { src: SettingsSource }) {
+  return (
+    <>
+      <Subsection title="Channels">
+        {NOTIFICATIONS.map(([, name, , , label]) => (
+          <Toggle src={src} name={name} label={`Channels: ${label}`} />
+        ))}
+        <Toggle src={src} name="wildcard_mentions_notify" label="Notify for @all, @everyone and @channel mentions" />
+      </Subsection>
+      <Subsection title="Followed topics">
+        {NOTIFICATIONS.map(([, , name, , label]) => (
+          <Toggle src={src} name={name} label={`Followed topics: ${label}`} />
+        ))}
+      </Subsection>
+      <Subsection title="Direct messages and mentions">
+        {NOTIFICATIONS.map(([, , , name, label]) => (
+          <Toggle src={src} name={name} label={label} />
+        ))}
+        <Toggle src={src} name="pm_content_in_desktop_notifications" label="Include content of direct messages in desktop notifications" />
+      </Subsection>
+      <Subsection title="Email">
+        <Toggle src={src} name="enable_digest_emails" label="Send digest emails when I'm away" />
+        <Toggle src={src} name="enable_login_emails" label="Send email notifications for new logins to my account" />
+        <Toggle src={src} name="message_content_in_email_notifications" label="Include message content in message notification emails" />
+        <Choice
+          src={src}
+          name="email_notifications_batching_period_seconds"
+          label="Delay before sending message notification emails"
+          fallback={120}
+          options={[
+            [120, '2 minutes'],
+            [300, '5 minutes'],
+            [600, '10 minutes'],
+            [1800, '30 minutes'],
+            [3600, '1 hour'],
+          ]}
+        />
+      </Subsection>
+    </>
   );
 }
 
@@ -621,6 +765,63 @@ export function SavedSnippets({ s }: { s: State }) {
           </li>
         ))}
       </ul>
+    </Section>
+  );
+}
+
+/**
+ * The views at the top of the left sidebar (register's navigation_views): the built-in ones
+ * can be unpinned (they stay at their address), and any address can be added as a view of one's
+ * own. Zulip's API has them; its web app has no screen for them yet, so the address is Parley's.
+ */
+export function NavigationViews({ s }: { s: State }) {
+  const views: NavigationView[] = s.reg.navigation_views ?? [];
+  const byFragment = new Map(views.map((v) => [v.fragment, v]));
+  const custom = views.filter((v) => !BUILT_IN_VIEWS.some(([f]) => f === v.fragment));
+  const [name, setName] = useState('');
+  const [fragment, setFragment] = useState('');
+  const saver = useSaver();
+  const ids = { n: useId('nvn'), f: useId('nvf') };
+  const pin = (f: string, isPinned: boolean) =>
+    byFragment.has(f) ? api('PATCH', `/navigation_views/${f}`, { is_pinned: isPinned }) : api('POST', '/navigation_views', { fragment: f, is_pinned: isPinned });
+  return (
+    <Section title="Navigation views" intro="Checked views are pinned to the top of the left sidebar; the others stay at their address.">
+      <ul class="plain settings-list" aria-label="Navigation views">
+        {BUILT_IN_VIEWS.map(([f, label]) => (
+          <li>
+            <Checkbox label={label} checked={byFragment.get(f)?.is_pinned !== false} onSave={(v) => pin(f, v)} />
+            <a href={`#${f}`}>#{f}</a>
+          </li>
+        ))}
+        {custom.map((v) => (
+          <li>
+            <Checkbox label={v.name ?? v.fragment} checked={v.is_pinned} onSave={(on) => pin(v.fragment, on)} />
+            <a href={`#${v.fragment}`}>#{v.fragment}</a>
+            <button type="button" class="danger" aria-label={`Remove navigation view ${v.name ?? v.fragment}`} onClick={() => void saver.run(() => api('DELETE', `/navigation_views/${v.fragment}`))}>
+              Remove
+            </button>
+          </li>
+        ))}
+      </ul>
+      <form
+        class="setting-grid"
+        aria-label="Add a navigation view"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void saver.run(() => api('POST', '/navigation_views', { fragment: fragment.replace(/^#/, ''), name, is_pinned: true })).then((ok) => ok && (setName(''), setFragment('')));
+        }}
+      >
+        <label for={ids.n}>Name</label>
+        <input id={ids.n} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <label for={ids.f}>Address</label>
+        <input id={ids.f} value={fragment} placeholder="narrow/is/alerted" onInput={(e) => setFragment(e.currentTarget.value)} />
+        <div class="setting-actions">
+          <button class="primary" type="submit" disabled={!name.trim() || !fragment.trim()}>
+            Add
+          </button>
+          {saver.status}
+        </div>
+      </form>
     </Section>
   );
 }

@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import type { State } from '../state/store';
 import { isAdmin, isGuest, NotAllowed } from './common';
-import { Account, AlertWords, MutedUsers, Notifications, Preferences, Profile, SavedSnippets, Topics } from './Personal';
+import { Account, AlertWords, DefaultUserSettings, MutedUsers, NavigationViews, Notifications, Preferences, Profile, SavedSnippets, Topics } from './Personal';
 import { Channels } from './Channels';
 import { Invitations, OrganizationPermissions, OrganizationProfile, OrganizationSettings, Users } from './Organization';
 import { Bots, CustomEmoji, Linkifiers, Playgrounds, ProfileFields } from './Extras';
@@ -28,11 +28,13 @@ const PERSONAL: Screen[] = [
   { hash: 'settings/muted-users', title: 'Muted users', render: (s) => <MutedUsers s={s} /> },
   { hash: 'settings/topics', title: 'Topics', render: (s) => <Topics s={s} /> },
   { hash: 'settings/saved-snippets', title: 'Saved snippets', render: (s) => <SavedSnippets s={s} /> },
+  { hash: 'settings/navigation-views', title: 'Navigation views', render: (s) => <NavigationViews s={s} /> },
 ];
 
 const ORGANIZATION: Screen[] = [
   { hash: 'organization/organization-profile', title: 'Organization profile', render: (s) => <OrganizationProfile s={s} />, admin: true },
   { hash: 'organization/organization-settings', title: 'Organization settings', render: (s) => <OrganizationSettings s={s} />, admin: true },
+  { hash: 'organization/default-user-settings', title: 'Default user settings', render: (s) => <DefaultUserSettings s={s} />, admin: true },
   { hash: 'organization/organization-permissions', title: 'Organization permissions', render: (s) => <OrganizationPermissions s={s} />, admin: true },
   { hash: 'organization/users', title: 'Users', render: (s) => <Users s={s} />, admin: true },
   { hash: 'organization/bots', title: 'Bots', render: (s) => <Bots s={s} />, admin: true },

@@ -237,6 +237,42 @@ export function TextSetting({ label, value, onSave, disabledReason, multiline, t
   );
 }
 
+/** One text field and a button that adds what was typed; the field empties once the server took it. */
+export function AddForm({ label, button = 'Add', onAdd }: { label: string; button?: string; onAdd: (text: string) => Promise<boolean> }) {
+  const id = useId('add');
+  const [text, setText] = useState('');
+  return (
+    <form
+      class="setting-row"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void onAdd(text.trim()).then((ok) => ok && setText(''));
+      }}
+    >
+      <label for={id}>{label}</label>
+      <input id={id} value={text} onInput={(e) => setText(e.currentTarget.value)} />
+      <button type="submit" disabled={!text.trim()}>
+        {button}
+      </button>
+    </form>
+  );
+}
+
+/** An edit form's "Save" and "Cancel", with its save status. */
+export function FormActions({ onCancel, status }: { onCancel: () => void; status: ComponentChildren }) {
+  return (
+    <div class="setting-actions">
+      <button class="primary" type="submit">
+        Save
+      </button>
+      <button type="button" onClick={onCancel}>
+        Cancel
+      </button>
+      {status}
+    </div>
+  );
+}
+
 /** The options of a group-setting picker: the system groups Zulip offers, then named groups. */
 export function groupOptions(s: State, allowNobody = true): [number, string][] {
   const order = ['role:owners', 'role:administrators', 'role:moderators', 'role:fullmembers', 'role:members', 'role:everyone', 'role:nobody'];
@@ -309,13 +345,27 @@ export async function uploadForm(method: 'POST', path: string, fields: Record<st
   return data;
 }
 
-/** Crops an image to the largest centred square (Zulip's avatar crop), as a PNG. */
-export async function cropSquare(file: File): Promise<Blob> {
-  const bitmap = await createImageBitmap(file);
-  const side = Math.min(bitmap.width, bitmap.height);
+/** A square of an image, in its pixels. */
+export interface Square {
+  left: number;
+  top: number;
+  side: number;
+}
+
+/**
+ * The square a crop chooses: `zoom` is its side as a percentage of the image's shorter side,
+ * `x` and `y` where it sits in the room left on each axis (0 left or top, 50 centred, 100 right
+ * or bottom).
+ */
+export function cropArea(width: number, height: number, zoom: number, x: number, y: number): Square {
+  const side = Math.max(1, Math.round((Math.min(width, height) * zoom) / 100));
+  return { side, left: Math.round(((width - side) * x) / 100), top: Math.round(((height - side) * y) / 100) };
+}
+
+/** The square of an image as a PNG of at most 500 pixels a side (Zulip's avatars are squares). */
+export function cropToPng(image: ImageBitmap, area: Square): Promise<Blob> {
   const canvas = document.createElement('canvas');
-  canvas.width = canvas.height = Math.min(side, 500);
-  const ctx = canvas.getContext('2d')!;
-  ctx.drawImage(bitmap, (bitmap.width - side) / 2, (bitmap.height - side) / 2, side, side, 0, 0, canvas.width, canvas.height);
+  canvas.width = canvas.height = Math.min(area.side, 500);
+  canvas.getContext('2d')!.drawImage(image, area.left, area.top, area.side, area.side, 0, 0, canvas.width, canvas.height);
   return new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('could not encode the image'))), 'image/png'));
 }

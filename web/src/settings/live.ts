@@ -1,6 +1,37 @@
 import type { ServerEvent, User } from '../api/types';
 import type { State } from '../state/store';
 
+/** A left-sidebar view as the person configured it (register's navigation_views). */
+export interface NavigationView {
+  fragment: string;
+  is_pinned: boolean;
+  name: string | null;
+}
+
+/**
+ * The views the app builds in, by fragment (the address after `#`), as the sidebar lists them
+ * (Zulip's BUILT_IN_VIEW_FRAGMENTS, less the reactions view the app does not have).
+ */
+export const BUILT_IN_VIEWS: [string, string][] = [
+  ['inbox', 'Inbox'],
+  ['recent', 'Recent conversations'],
+  ['feed', 'Combined feed'],
+  ['narrow/is/starred', 'Starred'],
+  ['narrow/is/mentioned', 'Mentions'],
+  ['drafts', 'Drafts'],
+];
+
+/**
+ * The sidebar's views: the built-in ones the person has not unpinned, then their own pinned
+ * views. A built-in view without a navigation_views entry is pinned.
+ */
+export function sidebarViews(views: NavigationView[] | undefined): { fragment: string; name: string }[] {
+  const byFragment = new Map((views ?? []).map((v) => [v.fragment, v]));
+  const builtIn = BUILT_IN_VIEWS.filter(([f]) => byFragment.get(f)?.is_pinned !== false).map(([fragment, name]) => ({ fragment, name }));
+  const custom = (views ?? []).filter((v) => v.is_pinned && v.name !== null && !BUILT_IN_VIEWS.some(([f]) => f === v.fragment));
+  return [...builtIn, ...custom.map((v) => ({ fragment: v.fragment, name: v.name! }))];
+}
+
 /**
  * Keeps register's answer (`state.reg`) current for what the settings screens read: the
  * organization's settings and permission groups, the person's own settings, and the
@@ -13,6 +44,8 @@ export function applySettingsEvent(state: State, e: ServerEvent): void {
   const reg = state.reg;
   switch (e.type) {
     case 'realm_user': {
+      // One's own confirmed email change: register's delivery_email, which Account & privacy shows.
+      if (e.op === 'update' && e.person?.user_id === state.me.user_id && e.person.delivery_email !== undefined) reg.delivery_email = e.person.delivery_email;
       // A custom profile field's new value: kept in the person's profile_data, as register gives it.
       const f = e.op === 'update' ? e.person?.custom_profile_field : undefined;
       const u = f ? (state.users.get(e.person.user_id) as (User & { profile_data?: Record<string, unknown> }) | undefined) : undefined;
@@ -82,6 +115,20 @@ export function applySettingsEvent(state: State, e: ServerEvent): void {
       if (e.op === 'add') reg.saved_snippets = [...list, e.saved_snippet];
       else if (e.op === 'update') reg.saved_snippets = list.map((x) => (x.id === e.saved_snippet.id ? e.saved_snippet : x));
       else if (e.op === 'remove') reg.saved_snippets = list.filter((x) => x.id !== e.saved_snippet_id);
+      return;
+    }
+    case 'realm_bot': {
+      const bots: { user_id: number }[] = reg.realm_bots ?? [];
+      if (e.op === 'add') reg.realm_bots = [...bots, e.bot];
+      else if (e.op === 'update') reg.realm_bots = bots.map((b) => (b.user_id === e.bot.user_id ? { ...b, ...e.bot } : b));
+      else if (e.op === 'delete') reg.realm_bots = bots.filter((b) => b.user_id !== e.bot.user_id);
+      return;
+    }
+    case 'navigation_view': {
+      const views: NavigationView[] = reg.navigation_views ?? [];
+      if (e.op === 'add') reg.navigation_views = [...views, e.navigation_view];
+      else if (e.op === 'update') reg.navigation_views = views.map((v) => (v.fragment === e.fragment ? { ...v, ...e.data } : v));
+      else if (e.op === 'remove') reg.navigation_views = views.filter((v) => v.fragment !== e.fragment);
       return;
     }
     case 'user_status': {

@@ -42,7 +42,7 @@ export interface State {
     max_message_length: number;
     enable_read_receipts: boolean;
   };
-  settings: { enter_sends: boolean; twenty_four_hour_time: boolean; timezone: string };
+  settings: { enter_sends: boolean; twenty_four_hour_time: boolean; timezone: string; color_scheme: number; emojiset: string };
   users: Map<number, User>;
   subs: Map<number, Subscription>;
   /** Unsubscribed but known channels (for names in links and search). */
@@ -162,6 +162,8 @@ export function stateFromRegister(r: Record<string, any>): State {
       enter_sends: us.enter_sends ?? r.enter_sends ?? false,
       twenty_four_hour_time: us.twenty_four_hour_time ?? r.twenty_four_hour_time ?? false,
       timezone: us.timezone || r.timezone || Intl.DateTimeFormat().resolvedOptions().timeZone,
+      color_scheme: us.color_scheme ?? r.color_scheme ?? 1,
+      emojiset: us.emojiset ?? r.emojiset ?? 'google',
     },
     users,
     subs,

@@ -84,6 +84,15 @@ export function App({ registration }: { registration: Promise<Record<string, any
     setMenuOpen(false);
   } });
 
+  // The person's theme (Zulip's color_scheme: 1 follows the system, 2 dark, 3 light) picks the
+  // side of every light-dark() colour in the styles.
+  const scheme = s?.settings.color_scheme;
+  useEffect(() => {
+    const theme = scheme === 2 ? 'dark' : scheme === 3 ? 'light' : null;
+    if (theme) document.documentElement.dataset.theme = theme;
+    else delete document.documentElement.dataset.theme;
+  }, [scheme]);
+
   if (!s) {
     return (
       <div class="loading" role="status">

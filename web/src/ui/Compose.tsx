@@ -234,10 +234,16 @@ export const Compose = memo(forwardRef<ComposeHandle, ComposeProps>(function Com
   const accept = (sug: Suggestion) => {
     if (!token) return;
     const next = content.slice(0, token.start) + sug.insert + content.slice(caret);
-    setContent(next);
     const pos = token.start + sug.insert.length;
+    // The text and caret change now, not after the render: a key typed in between went where
+    // the caret was before (after the replaced text).
+    const el = textarea.current;
+    if (el) {
+      el.value = next;
+      el.setSelectionRange(pos, pos);
+    }
+    setContent(next);
     setCaret(pos);
-    setTimeout(() => textarea.current?.setSelectionRange(pos, pos));
   };
 
   // Read when suggesting, not when rendering: compose does not re-render as topics arrive.
@@ -334,7 +340,7 @@ export const Compose = memo(forwardRef<ComposeHandle, ComposeProps>(function Com
           )}
         </div>
         {preview !== null ? (
-          <div class="rendered-markdown preview" aria-label="Preview" dangerouslySetInnerHTML={{ __html: withEmojiGlyphs(preview) }} />
+          <div class="rendered-markdown preview" aria-label="Preview" dangerouslySetInnerHTML={{ __html: withEmojiGlyphs(preview, s.settings.emojiset) }} />
         ) : (
           <textarea
             ref={textarea}

@@ -37,7 +37,7 @@ function onContentClick(e: MouseEvent): void {
 
 /** A reaction's emoji: the Unicode glyph, or the custom emoji's image (by its id, the reaction's emoji_code). */
 function ReactionGlyph({ r, s }: { r: { name: string; code: string; type: string }; s: State }) {
-  if (r.type === 'unicode_emoji') return <span aria-hidden="true">{emojiGlyph(r.code)}</span>;
+  if (r.type === 'unicode_emoji' && s.settings.emojiset !== 'text') return <span aria-hidden="true">{emojiGlyph(r.code)}</span>;
   const custom = r.type === 'realm_emoji' ? s.realmEmoji.get(r.code) : undefined;
   if (custom) return <img class="reaction-emoji" src={custom.source_url} alt="" width={16} height={16} />;
   return <span aria-hidden="true">{`:${r.name}:`}</span>;
@@ -176,7 +176,7 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
           </form>
         ) : (
           // Search results carry the server's highlighted copy of the content.
-          <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: withEmojiGlyphs(m.match_content ?? m.content) }} onClick={onContentClick} />
+          <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: withEmojiGlyphs(m.match_content ?? m.content, s.settings.emojiset) }} onClick={onContentClick} />
         )}
         <div class="message-meta">
           {grouped && (
@@ -237,7 +237,7 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
                       {i === 0 ? ' (original)' : ''}
                       {h.prev_topic !== undefined && h.topic !== undefined && ` · topic: ${h.prev_topic} → ${h.topic}`}
                     </div>
-                    {h.rendered_content && <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: withEmojiGlyphs(h.rendered_content) }} />}
+                    {h.rendered_content && <div class="rendered-markdown" dangerouslySetInnerHTML={{ __html: withEmojiGlyphs(h.rendered_content, s.settings.emojiset) }} />}
                   </li>
                 ))}
               </ol>

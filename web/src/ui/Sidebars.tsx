@@ -7,6 +7,7 @@ import type { Subscription } from '../api/types';
 import { dmKey } from '../state/unread';
 import { names } from './App';
 import { topicDisplay } from './format';
+import { sidebarViews } from '../settings/live';
 
 const unreadLabel = (name: string, n: number) => (n > 0 ? `${name} ${n} unread` : name);
 
@@ -78,23 +79,18 @@ export function LeftSidebar({ s, view }: { s: State; view: View }) {
     <aside class="left">
       <nav aria-label="Views">
         <ul class="plain">
-          {(
-            [
-              ['#inbox', 'Inbox', s.unread.total],
-              ['#recent', 'Recent conversations', 0],
-              ['#feed', 'Combined feed', 0],
-              ['#narrow/is/starred', 'Starred', 0],
-              ['#narrow/is/mentioned', 'Mentions', s.unread.mentions],
-              ['#drafts', 'Drafts', s.drafts.length],
-            ] as const
-          ).map(([href, label, count]) => (
-            <li key={href}>
-              <a href={href} class={isView(href) ? 'active' : ''} aria-current={isView(href) ? 'page' : undefined} aria-label={count ? `${label} ${count}${href === '#drafts' ? '' : ' unread'}` : label}>
-                <span class="label">{label}</span>
-                <Count n={count} />
-              </a>
-            </li>
-          ))}
+          {sidebarViews(s.reg.navigation_views).map(({ fragment, name: label }) => {
+            const href = `#${fragment}`;
+            const count = fragment === 'inbox' ? s.unread.total : fragment === 'narrow/is/mentioned' ? s.unread.mentions : fragment === 'drafts' ? s.drafts.length : 0;
+            return (
+              <li key={href}>
+                <a href={href} class={isView(href) ? 'active' : ''} aria-current={isView(href) ? 'page' : undefined} aria-label={count ? `${label} ${count}${href === '#drafts' ? '' : ' unread'}` : label}>
+                  <span class="label">{label}</span>
+                  <Count n={count} />
+                </a>
+              </li>
+            );
+          })}
         </ul>
       </nav>
       <nav aria-label="Channels">

@@ -61,10 +61,11 @@ const EMOJI_SPAN = /(<span\b[^>]*\bclass="emoji emoji-([0-9a-f]+(?:-[0-9a-f]+)*)
 
 /**
  * Rendered message HTML with each Unicode emoji shown as its glyph instead of its `:name:`
- * text, keeping the span's title and aria-label (what screen readers say).
+ * text, keeping the span's title and aria-label (what screen readers say). The "Plain text"
+ * emoji theme (`emojiset` "text") keeps the text, as Zulip shows it.
  */
-export function withEmojiGlyphs(html: string): string {
-  if (!html.includes('class="emoji emoji-')) return html;
+export function withEmojiGlyphs(html: string, emojiset: string): string {
+  if (emojiset === 'text' || !html.includes('class="emoji emoji-')) return html;
   return html.replace(EMOJI_SPAN, (all, open: string, code: string, close: string) => {
     const glyph = emojiGlyph(code);
     return glyph ? `${open}${glyph}${close}` : all;
