@@ -22,6 +22,7 @@ import { NotificationWorker } from './workers/notifications.js';
 import type { EmailGatewayServer } from './workers/email_gateway.js';
 import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
 import { ThumbnailWorker } from './workers/thumbnails.js';
+import { RealmExportWorker } from './workers/realm_exports.js';
 import { LdapSyncWorker } from './workers/ldap_sync.js';
 
 export interface App {
@@ -134,6 +135,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     services.notifications = notifications;
     notifications.start();
   }
+  const realmExports = new RealmExportWorker(services);
+  services.realmExports = realmExports;
+  realmExports.start();
   const ldapSync = config.ldap && config.ldap.syncIntervalMinutes > 0 ? new LdapSyncWorker(services, config.ldap) : null;
   ldapSync?.start();
   // Loaded only where configured: its MIME parser costs every other start for nothing.
@@ -156,6 +160,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await thumbnailer?.stop();
       await notifications?.stop();
       await ldapSync?.stop();
+      await realmExports.stop();
       await outgoingWebhooks.stop();
       await queues.close();
       await services.rateLimiter.close();

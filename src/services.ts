@@ -25,6 +25,8 @@ export interface ActionServices {
   outgoingWebhooks?: { enqueue(job: OutgoingWebhookJob): void };
   /** The thumbnail worker of this process (workers/thumbnails.ts), when it runs one. */
   thumbnails?: { wake(): void };
+  /** The data export worker of this process (workers/realm_exports.ts); not in CLI commands. */
+  realmExports?: { wake(): void };
 }
 
 /** One outgoing-webhook delivery: a message that triggered a bot. */

@@ -24,6 +24,7 @@ import * as m0120 from './0120_bots.js';
 import * as m0130 from './0130_client_devices.js';
 import * as m0140 from './0140_realm_logos.js';
 import * as m0150 from './0150_email_gateway.js';
+import * as m0170 from './0170_realm_exports.js';
 import * as m0180 from './0180_image_attachments.js';
 import * as m0181 from './0181_bot_owner_reminders.js';
 import * as m0200 from './0200_notification_queue.js';
@@ -61,6 +62,7 @@ export const migrations: Record<string, DialectMigration> = {
   '0130_client_devices': m0130,
   '0140_realm_logos': m0140,
   '0150_email_gateway': m0150,
+  '0170_realm_exports': m0170,
   '0180_image_attachments': m0180,
   '0181_bot_owner_reminders': m0181,
   '0200_notification_queue': m0200,
