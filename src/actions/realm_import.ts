@@ -380,7 +380,10 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
       pathIdMap.set(old, old.replace(/^\d+\//, `${realm.id}/`));
     }
     const rewritePaths = (text: string): string =>
-      realmIdOld === null || realmIdOld === realm.id ? text : text.replace(new RegExp(`/user_uploads/${realmIdOld}/`, 'g'), `/user_uploads/${realm.id}/`);
+      realmIdOld === null || realmIdOld === realm.id
+        ? text
+        : text.replace(new RegExp(`/(user_uploads|user_avatars)/${realmIdOld}/`, 'g'), (_m, area: string) => `/${area}/${realm.id}/`);
+    const remapRendered = (html: string): string => rewriteRenderedIds(rewritePaths(html), userMap, groupMap, streamMap);
     for (const m of zMessages) {
       const r = recipients.get(int(m.recipient)!);
       const sender = mapUser(m.sender);
@@ -412,7 +415,7 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
         dmKey = dmKeyFor([sender, ...membersOf]);
       }
       const content = rewritePaths(str(m.content));
-      let rendered = typeof m.rendered_content === 'string' ? rewritePaths(m.rendered_content) : null;
+      let rendered = typeof m.rendered_content === 'string' ? remapRendered(m.rendered_content) : null;
       let hasLink = flag(m.has_link);
       let hasImage = flag(m.has_image);
       const hasAttachment = flag(m.has_attachment);
@@ -423,7 +426,7 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
         hasImage = out.hasImage ? 1 : 0;
       }
       const topic = normalizeTopic(str(m.subject ?? m.topic_name));
-      const editHistory = typeof m.edit_history === 'string' ? remapEditHistory(m.edit_history, userMap, streamMap) : null;
+      const editHistory = typeof m.edit_history === 'string' ? remapEditHistory(m.edit_history, userMap, streamMap, remapRendered) : null;
       const id = await insertImportedRow(tx, 'messages', {
         realm_id: realm.id,
         sender_id: sender,
@@ -549,8 +552,24 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
   return { realm_id: result.realm.id, string_id: result.realm.string_id, counts, skipped, password_reset_links: links };
 }
 
+/**
+ * Zulip's fix_message_rendered_content: the IDs that rendered HTML names (mentions of users
+ * and groups, channel and topic links) are the export's; they become the new ones.
+ */
+function rewriteRenderedIds(html: string, users: Map<number, number>, groups: Map<number, number>, streams: Map<number, number>): string {
+  const swap = (map: Map<number, number>) => (whole: string, before: string, id: string) => {
+    const mapped = map.get(Number(id));
+    return mapped === undefined ? whole : `${before}${mapped}`;
+  };
+  return html
+    .replace(/(data-user-id=")(\d+)(?=")/g, swap(users))
+    .replace(/(data-user-group-id=")(\d+)(?=")/g, swap(groups))
+    .replace(/(data-stream-id=")(\d+)(?=")/g, swap(streams))
+    .replace(/(href="\/#narrow\/(?:channel|stream)\/)(\d+)(?=-)/g, swap(streams));
+}
+
 /** An edit history with its user and channel IDs remapped (Zulip's fix_message_edit_history). */
-function remapEditHistory(text: string, users: Map<number, number>, streams: Map<number, number>): string | null {
+function remapEditHistory(text: string, users: Map<number, number>, streams: Map<number, number>, remapRendered: (html: string) => string): string | null {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -561,6 +580,7 @@ function remapEditHistory(text: string, users: Map<number, number>, streams: Map
   for (const entry of parsed as Record<string, unknown>[]) {
     if (typeof entry.user_id === 'number') entry.user_id = users.get(entry.user_id) ?? null;
     for (const k of ['stream', 'prev_stream']) if (typeof entry[k] === 'number') entry[k] = streams.get(entry[k] as number) ?? entry[k];
+    if (typeof entry.prev_rendered_content === 'string') entry.prev_rendered_content = remapRendered(entry.prev_rendered_content);
   }
   return JSON.stringify(parsed);
 }
