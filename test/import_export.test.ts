@@ -102,7 +102,7 @@ async function snapshot(side: Side): Promise<any> {
     messages,
     realm: { name: reg.realm_name, description: reg.realm_description, default_language: reg.realm_default_language, allow_message_editing: reg.realm_allow_message_editing, waiting_period_threshold: reg.realm_waiting_period_threshold,
       create_public_channel: group(reg.realm_can_create_public_channel_group), domains: reg.realm_domains, linkifiers: reg.realm_linkifiers.map((l: any) => [l.pattern, l.url_template]),
-      default_streams: reg.realm_default_streams.map((s: any) => s.name).sort() },
+      default_streams: reg.realm_default_streams.map((id: number) => streamName.get(id)).sort() },
     users: reg.realm_users.map((u: any) => ({
       full_name: u.full_name, email: u.email, role: u.role, is_active: u.is_active, is_bot: u.is_bot, timezone: u.timezone, date_joined: u.date_joined,
       avatar: u.avatar_url.includes('/user_avatars/') ? 'uploaded' : 'gravatar',

@@ -22,8 +22,11 @@ type SlackObj = Record<string, any>;
 const LINK_REGEX = /(<)(http:\/\/www\.|https:\/\/www\.|http:\/\/|https:\/\/|ftp:\/\/)?([a-z0-9]+([-.]{1}[a-z0-9]+)*)(\.)([a-z]{2,63}(:[0-9]{1,5})?)(\/[^>]*)?(\|)?(?:\|([^>]+))?(>)/g;
 const SLACK_MAILTO_REGEX = /<((mailto:)?([\w.-]+@[\w.-]+(\.[\w]+)+))(\|)?([\w.-]+@[\w.-]+(\.[\w]+)+)?>/g;
 const SLACK_USERMENTION_REGEX = /(<@)([a-zA-Z0-9]+)(\|)?([a-zA-Z0-9]+)?(>)/;
-const formatRegex = (c: string): RegExp =>
-  new RegExp(`((?![${c}\`@\\\\\\p{Pf}\\p{Pe}])[\\p{P}\\p{Zs}\\p{S}]|^)(\\${c})([^${c}]+)(\\${c})((?![${c}\`@\\\\\\p{Pi}\\p{Ps}])(?=[\\p{P}\\p{Zs}\\p{S}]|$))`, 'gmu');
+const formatRegex = (c: string): RegExp => {
+  // A /u pattern escapes only syntax characters: `*` needs it, `~` and `_` must not have it.
+  const m = c === '*' ? '\\*' : c;
+  return new RegExp(`((?![${c}\`@\\\\\\p{Pf}\\p{Pe}])[\\p{P}\\p{Zs}\\p{S}]|^)(${m})([^${c}]+)(${m})((?![${c}\`@\\\\\\p{Pi}\\p{Ps}])(?=[\\p{P}\\p{Zs}\\p{S}]|$))`, 'gmu');
+};
 const SLACK_BOLD_REGEX = formatRegex('*');
 const SLACK_STRIKETHROUGH_REGEX = formatRegex('~');
 const SLACK_ITALIC_REGEX = formatRegex('_');
