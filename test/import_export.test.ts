@@ -9,6 +9,9 @@ import { ok } from './helpers/assert.js';
 import { PNG_1X1, basicAuth, fetchRaw, postFiles } from './helpers/uploads.js';
 import { cliJson as json, cliRefused, parley } from './helpers/cli.js';
 import type { App } from '../src/app.js';
+import { fetchRealmByStringId } from '../src/db/repos/realms.js';
+import { fetchUserByEmail } from '../src/db/repos/users.js';
+import { sendBotDirectMessage } from '../src/actions/signup.js';
 
 /** API calls to an organization on its own subdomain, through inject (fetch cannot set Host). */
 class HostClient {
@@ -66,8 +69,12 @@ async function snapshot(side: Side): Promise<any> {
   const groupName = new Map<number, string>(reg.realm_user_groups.map((g: any) => [g.id, g.name]));
   const fieldName = new Map<number, string>(reg.custom_profile_fields.map((f: any) => [f.id, f.name]));
   const emojiName = new Map<string, string>(Object.values(reg.realm_emoji).map((e: any) => [String(e.id), e.name]));
+  // Message IDs by position, oldest first: links to messages compare by it.
+  const all = (await side.get('/messages', { anchor: 'oldest', num_before: 0, num_after: 1000 })).messages.map((m: any) => m.id);
+  const position = new Map<number, number>(all.map((id: number, i: number) => [id, i]));
   const html = (s: string | undefined): string | undefined =>
     s
+      ?.replace(/(\/(?:near|with)\/)(\d+)(?=["/])/g, (_m, a, id) => `${a}#${position.get(Number(id))}`)
       ?.replace(/(data-user-id=")(\d+)"/g, (_m, a, id) => `${a}${userName.get(Number(id))}"`)
       .replace(/(data-stream-id=")(\d+)"/g, (_m, a, id) => `${a}${streamName.get(Number(id))}"`)
       .replace(/(data-user-group-id=")(\d+)"/g, (_m, a, id) => `${a}${groupName.get(Number(id))}"`)
@@ -184,6 +191,11 @@ for (const kind of testDatabases()) {
       const moved = ok(await othello.post('/messages', { type: 'stream', to: 'general', topic: 'typo topc', content: 'moving soon' }));
       ok(await iago.patch(`/messages/${sent.id}`, { content: `@**King Hamlet** see [the notes](${uploaded.url}) in #**random** for @*reviewers* :party:` }));
       ok(await othello.patch(`/messages/${moved.id}`, { topic: 'typo topic', propagate_mode: 'change_all' }));
+      // A link to an earlier message, and a direct message from a cross-realm bot.
+      ok(await othello.post('/messages', { type: 'stream', to: 'general', topic: 'files', content: `about #**general>files@${sent.id}**` }));
+      const realmA = (await fetchRealmByStringId(a.app.services.db.kysely, ''))!;
+      const othelloRow = (await fetchUserByEmail(a.app.services.db.kysely, realmA.id, 'othello@example.com'))!;
+      await sendBotDirectMessage(a.app.services, realmA, 'notification', othelloRow, 'A notice for @**Othello, the Moor of Venice**.');
       ok(await hamlet.post(`/messages/${sent.id}/reactions`, { emoji_name: 'thumbs_up' }));
       ok(await othello.post(`/messages/${sent.id}/reactions`, { emoji_name: 'party' }));
       ok(await hamlet.post('/messages', { type: 'direct', to: JSON.stringify([idOf('Othello, the Moor of Venice'), idOf('Iago')]), content: 'a group DM with /me too' }));
@@ -220,7 +232,7 @@ for (const kind of testDatabases()) {
         post: async (p, q) => ok(await c.post(p, q)),
         raw: (url) => fetchRaw(`${a.url}${url}`, basicAuth(c)),
       });
-      for (const email of ['hamlet@example.com', 'iago@example.com']) {
+      for (const email of ['hamlet@example.com', 'iago@example.com', 'othello@example.com']) {
         const before = await snapshot(aSide(await as(email)));
         const afterImport = await snapshot(await bFor(email));
         assert.deepEqual(afterImport, before, `${email} sees the same organization`);
@@ -232,6 +244,8 @@ for (const kind of testDatabases()) {
         assert.match(files.content, /data-user-group-id="reviewers"/);
         assert.match(files.content, /href="\/user_uploads\/R\/[^"]+\/notes\.txt"/);
         assert.ok(before.messages.length >= 10, `${before.messages.length} messages`);
+        assert.ok(before.messages.some((m: any) => /\/near\/#\d+"/.test(m.content ?? '')), 'a message link');
+        if (email === 'othello@example.com') assert.ok(before.messages.some((m: any) => m.sender === 'Notification Bot'));
         assert.ok(before.groups.length >= 9, `${before.groups.length} groups`);
         assert.ok(before.users.length >= 7, `${before.users.length} users`);
       }

@@ -10,7 +10,8 @@ import { USER_GROUP_PERMISSION_SETTINGS } from '../lib/group_settings.js';
 import { realmPropertiesSchema, REALM_GROUP_SETTING_NAMES, initialRealmSettings } from '../lib/realm_settings.js';
 import { diffFromDefaults, userSettingsSchema, type StoredUserSettings } from '../lib/user_settings.js';
 import { SYSTEM_GROUPS, SYSTEM_GROUP_FOR_ROLE } from '../lib/system_groups.js';
-import { ROLE_GUEST, ROLE_MEMBER } from '../lib/roles.js';
+import { BOT_GENERIC, ROLE_GUEST, ROLE_MEMBER } from '../lib/roles.js';
+import { SYSTEM_BOTS, systemBotEmail, type SystemBotName } from '../lib/system_bots.js';
 import { generateApiKey } from '../lib/secrets.js';
 import { uploadedAvatarHash } from '../lib/avatar.js';
 import { storedPath, uploadContentType } from '../lib/uploads.js';
@@ -77,7 +78,22 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
     // Users.
     const userMap = new Map<number, number>();
     const zUsers = rows(data.realm, 'zerver_userprofile');
-    for (const u of rows(data.realm, 'zerver_userprofile_crossrealm')) skipped.push(`cross-realm bot ${str(u.email)} (this server has its own)`);
+    // Zulip's cross-realm bots become this organization's own system bots (they send its
+    // notices); others are unknown here.
+    for (const u of rows(data.realm, 'zerver_userprofile_crossrealm')) {
+      const local = str(u.email).split('@')[0];
+      const name = (Object.keys(SYSTEM_BOTS) as SystemBotName[]).find((n) => SYSTEM_BOTS[n].localPart === local);
+      if (!name) {
+        skipped.push(`cross-realm bot ${str(u.email)} (no such bot here)`);
+        continue;
+      }
+      const email = systemBotEmail(services.config, realm, name);
+      const id = await insertImportedRow(tx, 'users', {
+        realm_id: realm.id, email, email_lc: email.toLowerCase(), delivery_email: email, full_name: SYSTEM_BOTS[name].fullName, password_hash: null,
+        api_key: generateApiKey(), role: ROLE_MEMBER, is_bot: 1, bot_type: BOT_GENERIC, date_joined: now(), is_system_bot: 1,
+      });
+      userMap.set(int(u.id)!, id);
+    }
     const emailsSeen = new Set<string>();
     for (const u of zUsers) {
       const email = str(u.email);
@@ -363,7 +379,6 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
 
     // Messages, oldest first, so new IDs keep their order.
     const clients = new Map(rows(data.realm, 'zerver_client').map((c) => [int(c.id), str(c.name)]));
-    const messageMap = new Map<number, number>();
     const streamFirst = new Map<number, number>();
     const zMessages = [...data.messages].sort((a, b) => (int(a.id) ?? 0) - (int(b.id) ?? 0));
     const renderCtx: MarkdownContext = {
@@ -383,7 +398,9 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
       realmIdOld === null || realmIdOld === realm.id
         ? text
         : text.replace(new RegExp(`/(user_uploads|user_avatars)/${realmIdOld}/`, 'g'), (_m, area: string) => `/${area}/${realm.id}/`);
-    const remapRendered = (html: string): string => rewriteRenderedIds(rewritePaths(html), userMap, groupMap, streamMap);
+    // Filled as messages are written: links to earlier messages (the usual case) are remapped.
+    const messageMap = new Map<number, number>();
+    const remapRendered = (html: string): string => rewriteRenderedIds(rewritePaths(html), userMap, groupMap, streamMap, messageMap);
     for (const m of zMessages) {
       const r = recipients.get(int(m.recipient)!);
       const sender = mapUser(m.sender);
@@ -554,9 +571,9 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
 
 /**
  * Zulip's fix_message_rendered_content: the IDs that rendered HTML names (mentions of users
- * and groups, channel and topic links) are the export's; they become the new ones.
+ * and groups, channel, topic and message links) are the export's; they become the new ones.
  */
-function rewriteRenderedIds(html: string, users: Map<number, number>, groups: Map<number, number>, streams: Map<number, number>): string {
+function rewriteRenderedIds(html: string, users: Map<number, number>, groups: Map<number, number>, streams: Map<number, number>, messages: Map<number, number>): string {
   const swap = (map: Map<number, number>) => (whole: string, before: string, id: string) => {
     const mapped = map.get(Number(id));
     return mapped === undefined ? whole : `${before}${mapped}`;
@@ -565,7 +582,8 @@ function rewriteRenderedIds(html: string, users: Map<number, number>, groups: Ma
     .replace(/(data-user-id=")(\d+)(?=")/g, swap(users))
     .replace(/(data-user-group-id=")(\d+)(?=")/g, swap(groups))
     .replace(/(data-stream-id=")(\d+)(?=")/g, swap(streams))
-    .replace(/(href="\/#narrow\/(?:channel|stream)\/)(\d+)(?=-)/g, swap(streams));
+    .replace(/(href="\/#narrow\/(?:channel|stream)\/)(\d+)(?=-)/g, swap(streams))
+    .replace(/(href="\/#narrow\/[^"]*\/(?:near|with)\/)(\d+)(?=["/])/g, swap(messages));
 }
 
 /** An edit history with its user and channel IDs remapped (Zulip's fix_message_edit_history). */

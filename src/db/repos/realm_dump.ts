@@ -21,6 +21,8 @@ function numeric<T extends object>(rows: T[], columns: readonly string[]): T[] {
 export interface RealmDump {
   realm: Row<'realms'>;
   users: Row<'users'>[];
+  /** Notification Bot, Welcome Bot, Email Gateway: Zulip's cross-realm bots. */
+  systemBots: Row<'users'>[];
   streams: Row<'streams'>[];
   subscriptions: Row<'subscriptions'>[];
   userGroups: Row<'user_groups'>[];
@@ -56,9 +58,11 @@ export async function fetchRealmDump(db: Tx, realmId: number): Promise<RealmDump
   const groupIds = groups.map((g) => g.id);
   const attachments = numeric(await db.selectFrom('attachments').selectAll().where('realm_id', '=', realmId).orderBy('id').execute(), ['id', 'owner_id', 'size', 'create_time']);
   const attachmentIds = attachments.map((a) => a.id);
+  const systemBots = numeric(await db.selectFrom('users').selectAll().where('realm_id', '=', realmId).where('is_system_bot', '=', 1).orderBy('id').execute(), ['id', 'realm_id', 'date_joined']);
   return {
     realm,
     users,
+    systemBots,
     streams,
     subscriptions: numeric((await ofUsers('subscriptions')?.orderBy('user_id').orderBy('stream_id').execute()) ?? [], ['user_id', 'stream_id']),
     userGroups: groups,

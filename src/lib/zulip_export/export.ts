@@ -52,7 +52,7 @@ export async function buildZulipExport(db: Tx, realmId: number, type: ExportType
     recipients.push({ id, type: kind, type_id: typeId });
     return id;
   };
-  for (const u of dump.users) userRecipient.set(u.id, addRecipient(RECIPIENT_PERSONAL, u.id));
+  for (const u of [...dump.users, ...dump.systemBots]) userRecipient.set(u.id, addRecipient(RECIPIENT_PERSONAL, u.id));
   for (const s of dump.streams) streamRecipient.set(s.id, addRecipient(RECIPIENT_STREAM, s.id));
   const dmRecipient = (senderId: number, dmKey: string): number => {
     const ids = dmParticipantIds(dmKey);
@@ -256,7 +256,7 @@ export async function buildZulipExport(db: Tx, realmId: number, type: ExportType
     zerver_realm: [realmRow],
     zerver_userprofile: users,
     zerver_userprofile_mirrordummy: [],
-    zerver_userprofile_crossrealm: [],
+    zerver_userprofile_crossrealm: dump.systemBots.map((b) => ({ id: b.id, email: b.email, full_name: b.full_name, is_bot: true, recipient: userRecipient.get(b.id) })),
     zerver_recipient: recipients,
     zerver_huddle: huddles,
     zerver_stream: streams,
