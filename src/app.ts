@@ -23,6 +23,7 @@ import type { EmailGatewayServer } from './workers/email_gateway.js';
 import { OutgoingWebhookWorker } from './workers/outgoing_webhooks.js';
 import { ThumbnailWorker } from './workers/thumbnails.js';
 import { DigestWorker } from './workers/digests.js';
+import { RealmExportWorker } from './workers/realm_exports.js';
 import { LdapSyncWorker } from './workers/ldap_sync.js';
 import { RetentionWorker } from './workers/retention.js';
 
@@ -143,6 +144,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   retention?.start();
   const digests = config.digests.enabled ? new DigestWorker(services, config.digests.intervalMs) : null;
   digests?.start();
+  const realmExports = new RealmExportWorker(services);
+  services.realmExports = realmExports;
+  realmExports.start();
   const ldapSync = config.ldap && config.ldap.syncIntervalMinutes > 0 ? new LdapSyncWorker(services, config.ldap) : null;
   ldapSync?.start();
   // Loaded only where configured: its MIME parser costs every other start for nothing.
@@ -168,6 +172,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       services.push?.close?.();
       await retention?.stop();
       await ldapSync?.stop();
+      await realmExports.stop();
       await outgoingWebhooks.stop();
       await queues.close();
       await services.rateLimiter.close();

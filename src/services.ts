@@ -25,6 +25,8 @@ export interface ActionServices {
   outgoingWebhooks?: { wake(): void };
   /** The thumbnail worker of this process (workers/thumbnails.ts), when it runs one. */
   thumbnails?: { wake(): void };
+  /** The data export worker of this process (workers/realm_exports.ts); not in CLI commands. */
+  realmExports?: { wake(): void };
 }
 
 /** What the running server adds for its routes. Built once by buildApp and passed down explicitly. */

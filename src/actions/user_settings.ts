@@ -1,4 +1,5 @@
 import { now, transaction } from '../db/index.js';
+import { notifyRealmExportConsent } from './realm_export.js';
 import type { Realm, User } from '../db/tables.js';
 import { updateUserRow, insertAuditLog } from '../db/repos/users.js';
 import { deleteUserDrafts } from '../db/repos/drafts.js';
@@ -38,7 +39,8 @@ export function isValidTimezone(name: string): boolean {
  * at feature level 448). Side effects as in Zulip: a timezone change is announced to everyone
  * who can see the user (realm_user update), an email_address_visibility change rewrites the
  * user's API email and who sees the real one (via the users area's syncEmailVisibility), and
- * turning off drafts synchronization deletes the drafts stored on the server.
+ * turning off drafts synchronization deletes the drafts stored on the server, and a change of
+ * allow_private_data_export is a realm_export_consent event to the administrators.
  * Returns the names of the settings that changed.
  */
 export async function doChangeUserSettings(
@@ -101,6 +103,8 @@ export async function doChangeUserSettings(
     if (changed.some(([k]) => k === 'email_address_visibility')) {
       await syncEmailVisibility(services, tx, afterCommit, realm, [row]);
     }
+    const consent = changed.find(([k]) => k === 'allow_private_data_export');
+    if (consent) await notifyRealmExportConsent(services, tx, realm, user.id, consent[1] as boolean, afterCommit);
     if (changed.some(([k, v]) => k === 'enable_drafts_synchronization' && v === false)) {
       // As in Zulip: the drafts stay in the clients' local storage; no delete events are sent.
       await deleteUserDrafts(tx, user.id);

@@ -402,3 +402,48 @@ async function channelByName(services: ActionServices, realm: Realm, name: strin
   if (!stream) throw new CliError(`No channel named '${name}'`);
   return stream;
 }
+
+/**
+ * `parley export`: the organization in Zulip's export format (Zulip's `manage.py export`), written
+ * here and now, not queued. As the server administrator's command it is the full export unless
+ * --type says otherwise.
+ */
+export async function exportRealm(realmId: string, opts: { to: string; type: string }): Promise<unknown> {
+  const { EXPORT_TYPES } = await import('../lib/zulip_export/export.js');
+  if (!(EXPORT_TYPES as readonly string[]).includes(opts.type)) throw new CliError(`Invalid type '${opts.type}': use ${EXPORT_TYPES.join(', ')}`);
+  const { writeFileSync, renameSync, existsSync } = await import('node:fs');
+  if (existsSync(opts.to)) throw new CliError(`${opts.to} already exists`);
+  const { writeRealmExport } = await import('../actions/realm_export.js');
+  return withContext(realmId, async (services, realm) => {
+    const written = await writeRealmExport(services, realm, opts.type as (typeof EXPORT_TYPES)[number]);
+    writeFileSync(`${opts.to}.partial`, written.data);
+    renameSync(`${opts.to}.partial`, opts.to);
+    return { file: opts.to, bytes: written.data.length, export_type: opts.type, realm_id: realm.id, string_id: realm.string_id };
+  });
+}
+
+/** `parley import-zulip` and `parley import-slack`: a new organization from an export. */
+export async function importRealm(kind: 'zulip' | 'slack', path: string, opts: { subdomain: string }): Promise<unknown> {
+  const { readZulipExport, ExportFormatError } = await import('../lib/zulip_export/archive.js');
+  const { doImportRealm } = await import('../actions/realm_import.js');
+  const { checkNewRealmSubdomain } = await import('../actions/realms.js');
+  return withServices(async (services) => {
+    await checkNewRealmSubdomain(services.db.kysely, opts.subdomain);
+    try {
+      let data;
+      const skipped: string[] = [];
+      if (kind === 'zulip') data = await readZulipExport(path);
+      else {
+        const { convertSlackExport } = await import('../lib/slack_import.js');
+        const converted = convertSlackExport(path);
+        data = converted.data;
+        skipped.push(...converted.skipped);
+      }
+      const report = await doImportRealm(services, data, opts.subdomain);
+      return { ...report, skipped: [...skipped, ...report.skipped] };
+    } catch (e) {
+      if (e instanceof ExportFormatError) throw new CliError(e.message);
+      throw e;
+    }
+  });
+}

@@ -191,6 +191,27 @@ export function buildProgram(io: CliOutput = processOutput): Command {
     .argument('<file>', 'the backup file')
     .action(async (file: string) => print(await (await commands()).restore(file)));
 
+  program
+    .command('export')
+    .description("write the organization (--realm) as a Zulip data export tarball (realm.json, messages-*.json, uploads, avatars, emoji)")
+    .requiredOption('--to <file>', 'the .tar.gz to write')
+    .option('--type <type>', 'public, full_with_consent (private data of consenting users) or full_without_consent', 'full_without_consent')
+    .action(async (opts) => print(await (await commands()).exportRealm(realm(), opts)));
+
+  program
+    .command('import-zulip')
+    .description('import a Zulip data export (directory or .tar.gz) into a new organization; prints counts, what was skipped and password reset links')
+    .argument('<export>', 'the export directory or tarball')
+    .requiredOption('--subdomain <subdomain>', "the new organization's string_id")
+    .action(async (path: string, opts) => print(await (await commands()).importRealm('zulip', path, opts)));
+
+  program
+    .command('import-slack')
+    .description("import a Slack export .zip into a new organization, as Zulip's Slack importer does; prints counts, what was skipped and password reset links")
+    .argument('<zip>', 'the Slack export')
+    .requiredOption('--subdomain <subdomain>', "the new organization's string_id")
+    .action(async (path: string, opts) => print(await (await commands()).importRealm('slack', path, opts)));
+
   return program;
 }
 

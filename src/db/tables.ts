@@ -617,6 +617,25 @@ export interface WorkerLeaseTable {
   leased_until: number;
 }
 
+/** Zulip's RealmExport (migration 0170); times are Unix seconds with fractions, as Zulip reports them. */
+export interface RealmExportTable {
+  id: Generated<number>;
+  realm_id: number;
+  acting_user_id: number | null;
+  /** 'public', 'full_with_consent' or 'full_without_consent'. */
+  export_type: string;
+  date_requested: number;
+  date_started: number | null;
+  date_succeeded: number | null;
+  date_failed: number | null;
+  date_deleted: number | null;
+  /** The tarball's key in stored_files, once written. */
+  export_path: string | null;
+  failure_message: string | null;
+  /** Until when a process holds the row while writing it (Unix seconds). */
+  claimed_until: number | null;
+}
+
 export interface DB {
   realms: RealmTable;
   users: UserTable;
@@ -679,6 +698,7 @@ export interface DB {
   archived_attachment_messages: AttachmentMessageTable;
   worker_leases: WorkerLeaseTable;
   outgoing_webhook_jobs: OutgoingWebhookJobTable;
+  realm_exports: RealmExportTable;
 }
 
 export type Realm = Selectable<RealmTable>;

@@ -1,6 +1,8 @@
 /**
  * The ustar archive format (POSIX.1-1988), enough for the archives Parley writes and reads:
- * regular files only, names up to 100 bytes, sizes beyond 8 GiB in GNU's base-256 form.
+ * regular files, names up to 255 bytes (ustar's prefix field), sizes beyond 8 GiB in GNU's
+ * base-256 form. Reading also takes what GNU tar writes for other archives (Zulip's exports):
+ * directory entries are skipped, GNU long names and pax `path` records name the next entry.
  * Written and read as streams, so an archive never has to fit in memory.
  */
 
@@ -9,8 +11,20 @@ const BLOCK = 512;
 /** The header block of a regular file. */
 export function tarHeader(name: string, size: number, mtime: number): Buffer {
   const header = Buffer.alloc(BLOCK);
-  const nameBytes = Buffer.from(name, 'utf8');
-  if (nameBytes.length > 100) throw new Error(`tar: name too long: ${name}`);
+  let nameBytes = Buffer.from(name, 'utf8');
+  if (nameBytes.length > 100) {
+    // Split at a slash into prefix (up to 155 bytes) and name (up to 100).
+    let cut = -1;
+    for (let i = nameBytes.length - 1; i >= 0; i--) {
+      if (nameBytes[i] === 0x2f && nameBytes.length - i - 1 <= 100 && i <= 155) {
+        cut = i;
+        break;
+      }
+    }
+    if (cut <= 0) throw new Error(`tar: name too long: ${name}`);
+    nameBytes.subarray(0, cut).copy(header, 345);
+    nameBytes = nameBytes.subarray(cut + 1);
+  }
   nameBytes.copy(header, 0);
   header.write('0000644\0', 100, 'latin1');
   header.write('0000000\0', 108, 'latin1');
@@ -45,15 +59,17 @@ export const TAR_END = Buffer.alloc(2 * BLOCK);
 
 export class TarFormatError extends Error {}
 
-function parseHeader(block: Buffer): { name: string; size: number } | null {
+function parseHeader(block: Buffer): { name: string; size: number; type: string } | null {
   if (block.every((b) => b === 0)) return null;
   let sum = 0;
   for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 0x20 : block[i]!;
   const recorded = parseInt(block.toString('latin1', 148, 156).replace(/[\0 ]/g, ''), 8);
   if (recorded !== sum) throw new TarFormatError('bad header checksum');
   const type = block.toString('latin1', 156, 157);
-  if (type !== '0' && type !== '\0') throw new TarFormatError(`unsupported entry type '${type}'`);
-  const name = block.toString('utf8', 0, 100).replace(/\0.*$/s, '');
+  if (!['0', '\0', '5', 'L', 'x', 'g'].includes(type)) throw new TarFormatError(`unsupported entry type '${type}'`);
+  const base = block.toString('utf8', 0, 100).replace(/\0.*$/s, '');
+  const prefix = block.toString('latin1', 257, 262) === 'ustar' ? block.toString('utf8', 345, 500).replace(/\0.*$/s, '') : '';
+  const name = prefix ? `${prefix}/${base}` : base;
   let size: number;
   if (block[124]! & 0x80) {
     let n = 0n;
@@ -63,7 +79,7 @@ function parseHeader(block: Buffer): { name: string; size: number } | null {
     size = parseInt(block.toString('latin1', 124, 136).replace(/[\0 ]/g, '') || '0', 8);
   }
   if (!Number.isSafeInteger(size)) throw new TarFormatError('bad entry size');
-  return { name, size };
+  return { name, size, type: type === '\0' ? '0' : type };
 }
 
 /** Receives one entry's content, in order; awaited, so a slow consumer slows the reading. */
@@ -86,6 +102,24 @@ export async function readTar(
   let remaining = 0;
   let padding = 0;
   let ended = false;
+  /** The name a GNU long-name or pax entry gave the next entry. */
+  let nextName: string | null = null;
+  /** Collects a metadata entry (long name, pax record) instead of handing it on. */
+  const metadata = (type: string): TarEntrySink => {
+    const parts: Buffer[] = [];
+    return {
+      write: (chunk) => void parts.push(chunk),
+      end: () => {
+        const text = Buffer.concat(parts).toString('utf8');
+        if (type === 'L') nextName = text.replace(/\0.*$/s, '');
+        else if (type === 'x') {
+          const path = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(text);
+          if (path) nextName = path[1]!;
+        }
+      },
+    };
+  };
+  const ignore: TarEntrySink = { write: () => undefined, end: () => undefined };
   for await (const chunk of source) {
     pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
     while (!ended) {
@@ -112,7 +146,13 @@ export async function readTar(
         ended = true;
         break;
       }
-      sink = await onEntry(header);
+      if (header.type === 'L' || header.type === 'x' || header.type === 'g') {
+        sink = metadata(header.type);
+      } else {
+        const name = nextName ?? header.name;
+        nextName = null;
+        sink = header.type === '5' ? ignore : await onEntry({ name, size: header.size });
+      }
       remaining = header.size;
       padding = (BLOCK - (header.size % BLOCK)) % BLOCK;
     }

@@ -16,10 +16,6 @@ const EXCEPTIONS: Record<string, string> = {
   'POST /real-time': 'a documentation page, not an operation',
   'POST /rest-error-handling': 'a documentation page, not an operation',
   'POST /zulip-outgoing-webhook': 'a documentation page (the payload Zulip POSTs to a bot), not an operation',
-  'GET /export/realm': 'issue 20 (exports)',
-  'POST /export/realm': 'issue 20 (exports)',
-  'DELETE /export/realm/{export_id}': 'issue 20 (exports)',
-  'GET /export/realm/consents': 'issue 20 (exports)',
   'POST /remotes/push/e2ee/register': "the push notification service's (bouncer's) API, which an organization's server calls rather than serves",
   'POST /calls/constructorgroups/create':
     "issue 17 item 3: Constructor Groups' room API is not publicly documented and Zulip's implementation was not available to follow",

@@ -26,6 +26,7 @@ import * as m0140 from './0140_realm_logos.js';
 import * as m0150 from './0150_email_gateway.js';
 import * as m0160 from './0160_auth_login_states.js';
 import * as m0161 from './0161_two_factor.js';
+import * as m0170 from './0170_realm_exports.js';
 import * as m0180 from './0180_image_attachments.js';
 import * as m0181 from './0181_bot_owner_reminders.js';
 import * as m0190 from './0190_message_archive.js';
@@ -69,6 +70,7 @@ export const migrations: Record<string, DialectMigration> = {
   '0150_email_gateway': m0150,
   '0160_auth_login_states': m0160,
   '0161_two_factor': m0161,
+  '0170_realm_exports': m0170,
   '0180_image_attachments': m0180,
   '0181_bot_owner_reminders': m0181,
   '0190_message_archive': m0190,

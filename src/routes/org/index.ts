@@ -7,8 +7,9 @@ import { registerPlaygroundRoutes } from './playgrounds.js';
 import { registerRealmDomainRoutes } from './realm_domains.js';
 import { registerPushRoutes } from './push.js';
 import { registerRealmImageRoutes } from './realm_images.js';
+import { registerRealmExportRoutes } from './realm_export.js';
 
-/** Per-user and per-organization features: drafts, views, snippets, playgrounds, domains, push tokens, icon and logos. */
+/** Per-user and per-organization features: drafts, views, snippets, playgrounds, domains, push tokens, icon and logos, data exports. */
 export function registerOrgRoutes(app: FastifyInstance, services: Services): void {
   registerDraftRoutes(app, services);
   registerNavigationViewRoutes(app, services);
@@ -17,4 +18,5 @@ export function registerOrgRoutes(app: FastifyInstance, services: Services): voi
   registerRealmDomainRoutes(app, services);
   registerPushRoutes(app, services);
   registerRealmImageRoutes(app, services);
+  registerRealmExportRoutes(app, services);
 }
