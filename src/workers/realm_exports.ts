@@ -1,5 +1,6 @@
 import { doRunNextRealmExport } from '../actions/realm_export.js';
 import type { Services } from '../services.js';
+import { PeriodicWorker } from './periodic.js';
 
 /** How often a process looks for exports queued through another process, or left by a dead one. */
 const INTERVAL_MS = 30_000;
@@ -12,46 +13,23 @@ const INTERVAL_MS = 30_000;
  * processes each is written once; one whose writer died is taken over when its lease lapses.
  */
 export class RealmExportWorker {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> = Promise.resolve();
-  private passQueued = false;
-  private stopped = false;
+  private readonly loop: PeriodicWorker;
 
-  constructor(private readonly services: Services) {}
-
-  start(): void {
-    this.wake();
-  }
-
-  wake(): void {
-    if (this.stopped || this.passQueued) return;
-    this.passQueued = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.running = this.running.then(() => {
-      this.passQueued = false;
-      return this.pass();
+  constructor(services: Services) {
+    this.loop = new PeriodicWorker(services.log, INTERVAL_MS, 'Data export worker failed', async () => {
+      while (!this.loop.stopping && (await doRunNextRealmExport(services)));
     });
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+  start(): void {
+    this.loop.start();
   }
 
-  private async pass(): Promise<void> {
-    try {
-      while (!this.stopped && (await doRunNextRealmExport(this.services)));
-    } catch (e) {
-      this.services.log.error({ err: e }, 'Data export worker failed');
-    }
-    if (this.stopped || this.passQueued) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.wake();
-    }, INTERVAL_MS);
-    this.timer.unref();
+  wake(): void {
+    this.loop.wake(0);
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
   }
 }
