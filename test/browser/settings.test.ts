@@ -642,4 +642,21 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await other.getByRole('heading', { name: 'Invalid link' }).waitFor();
     await context.close();
   });
+  test('an owner starts a data export, downloads the tarball when it is ready, and deletes it', async () => {
+    const owner = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/data-exports-admin');
+    await owner.page.getByText('There are no exports yet.').waitFor();
+    const form = owner.page.getByRole('form', { name: 'Start a new export' });
+    await form.getByLabel('Export type').selectOption('public');
+    await form.getByRole('button', { name: 'Start export' }).click();
+    // Written in the background; the realm_export event brings the finished one into the list.
+    const link = owner.page.getByRole('table', { name: 'Data exports' }).getByRole('link', { name: /^Download export of / });
+    await link.waitFor({ timeout: 60_000 });
+    // The link is under the organization's URL; the test's page is at the server's own address.
+    const res = await owner.page.request.get(new URL(new URL((await link.getAttribute('href'))!).pathname, s.url).toString());
+    assert.equal(res.status(), 200);
+    assert.deepEqual([...(await res.body()).subarray(0, 2)], [0x1f, 0x8b], 'a gzip tarball');
+    await owner.page.getByRole('button', { name: /^Delete export of / }).click();
+    await owner.page.getByText('There are no exports yet.').waitFor();
+    await owner.context.close();
+  });
 });

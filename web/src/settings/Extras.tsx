@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api/client';
 import type { State } from '../state/store';
-import { ADMIN_ONLY, errorText, FormActions, isAdmin, realmAllows, Section, uploadForm, useFetched, useId, useSaver } from './common';
+import { ADMIN_ONLY, errorText, FormActions, isAdmin, isOwner, realmAllows, Section, uploadForm, useFetched, useId, useSaver } from './common';
 
 /** A form of labelled inputs with one submit button, cleared once the server accepted it. */
 function AddForm({ title, fields, submit, onSubmit }: { title: string; fields: [key: string, label: string][]; submit: string; onSubmit: (values: Record<string, string>) => Promise<unknown> }) {
@@ -555,5 +555,104 @@ function EditField({ f, onDone }: { f: { id: number; name: string; hint: string;
       )}
       <FormActions onCancel={onDone} status={saver.status} />
     </form>
+  );
+}
+
+interface RealmExport {
+  id: number;
+  export_time: number;
+  acting_user_id: number;
+  export_url: string | null;
+  deleted_timestamp: number | null;
+  failed_timestamp: number | null;
+  pending: boolean;
+  export_type: string | number;
+}
+
+const EXPORT_TYPE_NAMES: Record<string, string> = {
+  public: 'Public data',
+  full_with_consent: 'Full, with member consent',
+  full_without_consent: 'Full, without member consent',
+  '1': 'Public data',
+  '2': 'Full, with member consent',
+  '3': 'Full, without member consent',
+};
+
+/** Zulip's "Data exports" (administrators): start an export, follow it live, download or delete it. */
+export function DataExports({ s }: { s: State }) {
+  const { data, error } = useFetched(s, ['realm_export'], () => api('GET', '/export/realm').then((r) => r.exports as RealmExport[]));
+  const [type, setType] = useState('public');
+  const saver = useSaver();
+  const typeId = useId('export-type');
+  const owner = isOwner(s);
+  const rows = (data ?? []).filter((e) => e.deleted_timestamp === null).sort((a, b) => b.export_time - a.export_time);
+  return (
+    <Section title="Data exports" intro="An export holds the organization's data in Zulip's export format, to move it to another server or keep a copy. It is made in the background; this list updates when it is ready.">
+      <form
+        class="setting-grid"
+        aria-label="Start a new export"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void saver.run(() => api('POST', '/export/realm', { export_type: type }));
+        }}
+      >
+        <label for={typeId}>Export type</label>
+        <select id={typeId} value={type} onChange={(e) => setType(e.currentTarget.value)}>
+          <option value="public">Public data</option>
+          <option value="full_with_consent" disabled={!owner}>
+            Full, with member consent{owner ? '' : ' (owners only)'}
+          </option>
+        </select>
+        <div class="setting-actions grid-wide">
+          <button class="primary" type="submit">
+            Start export
+          </button>
+          {saver.status}
+        </div>
+      </form>
+      {error && <p role="alert">{error}</p>}
+      {data && rows.length === 0 && <p>There are no exports yet.</p>}
+      {rows.length > 0 && (
+        <table class="settings-table" aria-label="Data exports">
+          <thead>
+            <tr>
+              <th scope="col">Requested by</th>
+              <th scope="col">Type</th>
+              <th scope="col">Time</th>
+              <th scope="col">Status</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((e) => {
+              const when = new Date(e.export_time * 1000).toLocaleString();
+              return (
+                <tr>
+                  <th scope="row">{s.users.get(e.acting_user_id)?.full_name ?? ''}</th>
+                  <td>{EXPORT_TYPE_NAMES[String(e.export_type)] ?? String(e.export_type)}</td>
+                  <td>{when}</td>
+                  <td>
+                    {e.failed_timestamp !== null ? (
+                      'Failed'
+                    ) : e.pending || !e.export_url ? (
+                      'In progress'
+                    ) : (
+                      <a href={e.export_url} download aria-label={`Download export of ${when}`}>
+                        Download
+                      </a>
+                    )}
+                  </td>
+                  <td class="row-actions">
+                    <button type="button" class="danger" aria-label={`Delete export of ${when}`} onClick={() => void saver.run(() => api('DELETE', `/export/realm/${e.id}`))}>
+                      Delete
+                    </button>
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </Section>
   );
 }

@@ -5,7 +5,7 @@ import { isAdmin, isGuest, NotAllowed } from './common';
 import { Account, AlertWords, DefaultUserSettings, MutedUsers, NavigationViews, Notifications, Preferences, Profile, SavedSnippets, Topics } from './Personal';
 import { Channels } from './Channels';
 import { Invitations, OrganizationPermissions, OrganizationProfile, OrganizationSettings, Users } from './Organization';
-import { Bots, CustomEmoji, Linkifiers, Playgrounds, ProfileFields } from './Extras';
+import { Bots, CustomEmoji, DataExports, Linkifiers, Playgrounds, ProfileFields } from './Extras';
 import { Groups } from './Groups';
 import './settings.css';
 
@@ -43,6 +43,7 @@ const ORGANIZATION: Screen[] = [
   { hash: 'organization/linkifier-settings', title: 'Linkifiers', render: (s) => <Linkifiers s={s} /> },
   { hash: 'organization/playground-settings', title: 'Code playgrounds', render: (s) => <Playgrounds s={s} /> },
   { hash: 'organization/profile-field-settings', title: 'Custom profile fields', render: (s) => <ProfileFields s={s} /> },
+  { hash: 'organization/data-exports-admin', title: 'Data exports', render: (s) => <DataExports s={s} />, admin: true },
 ];
 
 /** Zulip's older and alternative addresses for the same screens. */
