@@ -659,4 +659,27 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     await owner.page.getByText('There are no exports yet.').waitFor();
     await owner.context.close();
   });
+  test('the owner sets the organization type, code block language, GIPHY rating, preview size and channel-event messages', async () => {
+    const { page, context } = await loggedIn(browser, s.url, s.cast.owner.user.email, PASSWORD, '#organization/organization-settings');
+    const dialog = page.getByRole('dialog', { name: 'Settings' });
+    await dialog.getByLabel('Organization type').selectOption({ label: 'Open-source project' });
+    await saved(page);
+    await dialog.getByLabel('GIPHY integration').selectOption({ label: 'Allow GIFs rated PG (Parental guidance)' });
+    await saved(page);
+    await dialog.getByLabel('Image and video preview size').selectOption({ label: 'Large' });
+    await saved(page);
+    const code = dialog.getByLabel('Default language for code blocks');
+    await code.fill('python');
+    await code.locator('xpath=ancestor::form').getByRole('button', { name: 'Save' }).click();
+    await saved(page);
+    await dialog.getByLabel(/^Send notification messages about channel events/).uncheck();
+    await saved(page);
+    const realm = ok(await s.cast.owner.client.post('/register', { fetch_event_types: ['realm'] }));
+    assert.equal(realm.realm_org_type, 20);
+    assert.equal(realm.realm_gif_rating_policy, 3);
+    assert.equal(realm.realm_media_preview_size, 200);
+    assert.equal(realm.realm_default_code_block_language, 'python');
+    assert.equal(realm.realm_send_channel_events_messages, false);
+    await context.close();
+  });
 });

@@ -145,6 +145,23 @@ function RealmChannel({ s, name, label }: { s: State; name: string; label: strin
   );
 }
 
+/** Zulip's organization types (zulip.yaml's org_type). */
+const ORG_TYPES: [number, string][] = [
+  [0, 'Unspecified'],
+  [10, 'Business'],
+  [20, 'Open-source project'],
+  [30, 'Education (non-profit)'],
+  [35, 'Education (for-profit)'],
+  [40, 'Research'],
+  [50, 'Event or conference'],
+  [60, 'Non-profit (registered)'],
+  [70, 'Government'],
+  [80, 'Political group'],
+  [90, 'Community'],
+  [100, 'Personal'],
+  [1000, 'Other'],
+];
+
 export function OrganizationSettings({ s }: { s: State }) {
   const r = s.reg;
   const reason = isAdmin(s) ? undefined : ADMIN_ONLY;
@@ -194,6 +211,41 @@ export function OrganizationSettings({ s }: { s: State }) {
           onSave={(v) => patchRealm({ jitsi_server_url: JSON.stringify(v.trim() || 'default') })}
           disabledReason={reason}
         />
+        <Select
+          label="Organization type"
+          value={r.realm_org_type ?? 0}
+          options={ORG_TYPES}
+          onSave={(v) => patchRealm({ org_type: v })}
+          disabledReason={realmReason(s, 'org_type')}
+        />
+        <Select label="Language for automated messages and invitation emails" value={r.realm_default_language ?? 'en'} options={[['en', 'English']]} onSave={(v) => patchRealm({ default_language: v })} disabledReason={reason} />
+        <TextSetting
+          label="Default language for code blocks"
+          value={r.realm_default_code_block_language ?? ''}
+          onSave={(v) => patchRealm({ default_code_block_language: v.trim() })}
+          disabledReason={reason}
+        />
+        <Select
+          label="GIPHY integration"
+          value={r.realm_gif_rating_policy ?? 2}
+          options={Object.values((r.gif_rating_policy_options ?? {}) as Record<string, { name: string; id: number }>).map((o) => [o.id, o.name] as [number, string])}
+          onSave={(v) => patchRealm({ gif_rating_policy: v })}
+          disabledReason={reason}
+        />
+        <Select
+          label="Image and video preview size"
+          value={r.realm_media_preview_size ?? 100}
+          options={[
+            [100, 'Small'],
+            [150, 'Medium'],
+            [200, 'Large'],
+          ]}
+          onSave={(v) => patchRealm({ media_preview_size: v })}
+          disabledReason={reason}
+        />
+        <RealmCheckbox s={s} name="send_channel_events_messages" label="Send notification messages about channel events (creation, renames, description changes)" />
+        <RealmCheckbox s={s} name="require_e2ee_push_notifications" label="Require end-to-end encryption for push notification content" />
+        <RealmCheckbox s={s} name="want_advertise_in_communities_directory" label="Advertise the organization in the Zulip communities directory" />
         <RealmCheckbox s={s} name="inline_url_embed_preview" label="Show previews of linked websites" />
         <RealmCheckbox s={s} name="message_content_allowed_in_email_notifications" label="Allow message content in message notification emails" />
         <RealmCheckbox s={s} name="enable_guest_user_dm_warning" label="Warn when composing a direct message to a guest" />
