@@ -1,8 +1,7 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { simpleParser, type ParsedMail } from 'mailparser';
-import { SMTPServer } from 'smtp-server';
+import type { ParsedMail } from 'mailparser';
+import { loopbackSmtp } from '../helpers/smtp.js';
 import { forEachDatabase, type CastMember, type TestServer } from '../helpers/server.js';
 import { ok } from '../helpers/assert.js';
 import { loadConfig } from '../../src/config.js';
@@ -16,24 +15,7 @@ import type { PushNotification } from '../../src/lib/push/sender.js';
  * missed-message emails read by a real SMTP server on loopback.
  */
 
-const inbox: { to: string; mail: ParsedMail }[] = [];
-const smtp = new SMTPServer({
-  disabledCommands: ['STARTTLS', 'AUTH'],
-  logger: false,
-  onData(stream, session, callback) {
-    const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => {
-      void simpleParser(Buffer.concat(chunks)).then((mail) => {
-        for (const r of session.envelope.rcptTo) inbox.push({ to: r.address, mail });
-        callback();
-      });
-    });
-  },
-});
-await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
-after(() => smtp.close());
-const smtpUrl = `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`;
+const { url: smtpUrl, inbox } = await loopbackSmtp();
 const base = loadConfig({}, { PATH: process.env.PATH, PARLEY_ENV_FILE: '/nonexistent' });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
