@@ -2,9 +2,9 @@ import { JsonableError } from '../errors.js';
 import type { Realm, User } from '../db/tables.js';
 import { fetchUserByEmail } from '../db/repos/users.js';
 import { DUMMY_PASSWORD_HASH, verifyPassword } from '../lib/secrets.js';
+import { jose } from '../lib/lazy.js';
 import { checkLdapLogin } from './ldap.js';
 import { realmAuthMethods } from '../lib/auth_methods.js';
-import { jwtVerify, errors as joseErrors } from 'jose';
 import type { Services } from '../services.js';
 
 const authenticationFailed = (): JsonableError =>
@@ -62,10 +62,11 @@ export async function checkJwtFetchApiKey(services: Services, realm: Realm, toke
   if (!token) throw new JsonableError('No JSON web token passed in request', 'BAD_REQUEST', 400);
   let email: unknown;
   try {
+    const { jwtVerify } = await jose();
     const { payload } = await jwtVerify(token, new TextEncoder().encode(jwt.key), { algorithms: jwt.algorithms });
     email = payload.email;
   } catch (e) {
-    if (e instanceof joseErrors.JOSEError) {
+    if (e instanceof (await jose()).errors.JOSEError) {
       services.log.info({ realm: realm.id, method: 'jwt', code: e.code }, 'login refused');
       throw new JsonableError('Bad JSON web token', 'BAD_REQUEST', 400);
     }

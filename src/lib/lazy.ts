@@ -17,3 +17,12 @@ export function lazyRequire<T>(name: string, init?: (module: T) => void): () => 
     return loaded;
   };
 }
+
+/** The same for an ES-module-only package: loaded on first use, once, through `import()`. */
+export function lazyImport<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () => (loaded ??= load());
+}
+
+/** JSON Web Tokens: JWT logins and the push services' credentials, neither on every server. */
+export const jose = lazyImport(() => import('jose'));

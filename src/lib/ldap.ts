@@ -1,5 +1,8 @@
-import { Client, ResultCodeError, type Entry } from 'ldapts';
+import type { Client, Entry } from 'ldapts';
 import type { LdapConfig } from '../config.js';
+import { lazyRequire } from './lazy.js';
+
+const ldapts = lazyRequire<typeof import('ldapts')>('ldapts');
 
 /**
  * The directory service as Zulip's LDAP backend reads it (zproject/backends.py,
@@ -59,7 +62,7 @@ function isEmail(s: string): boolean {
 function newClient(cfg: LdapConfig): Client {
   // ldapts speaks TLS from the start whenever tlsOptions is given, so only for ldaps:// URLs.
   const tls = cfg.url.startsWith('ldaps:') ? { tlsOptions: { rejectUnauthorized: cfg.tlsVerify } } : {};
-  return new Client({ url: cfg.url, timeout: cfg.timeoutMs, connectTimeout: cfg.timeoutMs, ...tls });
+  return new (ldapts().Client)({ url: cfg.url, timeout: cfg.timeoutMs, connectTimeout: cfg.timeoutMs, ...tls });
 }
 
 /** Runs `fn` on a connection bound as the service account (or anonymously); maps failures to LdapUnavailableError. */
@@ -90,7 +93,7 @@ async function search(client: Client, base: string, scope: 'base' | 'sub', filte
     return searchEntries;
   } catch (e) {
     // noSuchObject (32): a DN template naming nobody; sizeLimitExceeded (4): several people.
-    if (e instanceof ResultCodeError && (e.code === 32 || e.code === 4)) return [];
+    if (e instanceof ldapts().ResultCodeError && (e.code === 32 || e.code === 4)) return [];
     throw e;
   }
 }
@@ -147,7 +150,7 @@ export async function ldapAuthenticate(cfg: LdapConfig, typed: string, password:
     return { kind: 'ok', person };
   } catch (e) {
     // The directory refused this bind (bad password, locked account, policy): not an outage.
-    if (e instanceof ResultCodeError) return { kind: 'wrong_password', person };
+    if (e instanceof ldapts().ResultCodeError) return { kind: 'wrong_password', person };
     throw new LdapUnavailableError(`directory bind failed: ${e instanceof Error ? e.constructor.name : 'error'}`);
   } finally {
     await client.unbind().catch(() => undefined);

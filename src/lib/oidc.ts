@@ -1,4 +1,5 @@
-import * as client from 'openid-client';
+import type * as OpenIdClient from 'openid-client';
+import { lazyImport } from './lazy.js';
 import type { OidcProviderConfig } from '../config.js';
 
 /** A provider that cannot be reached or answers nonsense: the login cannot go on, and nobody gets in. */
@@ -14,7 +15,9 @@ export interface OidcIdentity {
   fullName: string | null;
 }
 
-const configurations = new Map<string, Promise<client.Configuration>>();
+const openIdClient = lazyImport(() => import('openid-client'));
+
+const configurations = new Map<string, Promise<OpenIdClient.Configuration>>();
 
 const isLoopback = (url: URL): boolean => ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
 
@@ -22,7 +25,7 @@ const isLoopback = (url: URL): boolean => ['127.0.0.1', 'localhost', '[::1]'].in
  * The provider's metadata (OpenID Connect Discovery), fetched once per process. Plain http is
  * allowed only to a loopback issuer (a provider on the same machine, or a test's).
  */
-function providerConfiguration(idp: OidcProviderConfig): Promise<client.Configuration> {
+function providerConfiguration(client: typeof OpenIdClient, idp: OidcProviderConfig): Promise<OpenIdClient.Configuration> {
   const cacheKey = `${idp.key} ${idp.issuer} ${idp.clientId}`;
   let c = configurations.get(cacheKey);
   if (!c) {
@@ -45,9 +48,10 @@ export interface OidcAuthorizationRequest {
 
 /** The authorization code request with PKCE (S256), a fresh state and nonce. */
 export async function oidcAuthorizationRequest(idp: OidcProviderConfig, redirectUri: string): Promise<OidcAuthorizationRequest> {
-  let config: client.Configuration;
+  const client = await openIdClient();
+  let config: OpenIdClient.Configuration;
   try {
-    config = await providerConfiguration(idp);
+    config = await providerConfiguration(client, idp);
   } catch (e) {
     throw new OidcUnavailableError(`discovery failed: ${(e as Error).message}`);
   }
@@ -74,9 +78,10 @@ export async function oidcCompleteLogin(
   callbackUrl: URL,
   checks: { state: string; nonce: string; codeVerifier: string },
 ): Promise<OidcIdentity> {
-  let config: client.Configuration;
+  const client = await openIdClient();
+  let config: OpenIdClient.Configuration;
   try {
-    config = await providerConfiguration(idp);
+    config = await providerConfiguration(client, idp);
   } catch (e) {
     throw new OidcUnavailableError(`discovery failed: ${(e as Error).message}`);
   }

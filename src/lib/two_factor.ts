@@ -1,8 +1,10 @@
 import { createHash, randomInt } from 'node:crypto';
-import { generateSecret, generateURI, verify } from 'otplib';
 import type { Config } from '../config.js';
 import type { User } from '../db/tables.js';
+import { lazyRequire } from './lazy.js';
 import { isAdmin } from './roles.js';
+
+const otplib = lazyRequire<typeof import('otplib')>('otplib');
 
 /** django-otp's StaticDevice gives ten codes; Zulip's two-factor setup shows as many. */
 export const RECOVERY_CODE_COUNT = 10;
@@ -11,12 +13,12 @@ const TOTP_TOLERANCE_SECONDS = 30;
 
 /** A new base32 TOTP secret (160 bits, RFC 4226's recommendation). */
 export function newTotpSecret(): string {
-  return generateSecret();
+  return otplib().generateSecret();
 }
 
 /** The otpauth:// URI an authenticator app reads (as a QR code or a link). */
 export function totpUri(secret: string, issuer: string, account: string): string {
-  return generateURI({ issuer, label: account, secret });
+  return otplib().generateURI({ issuer, label: account, secret });
 }
 
 /**
@@ -26,7 +28,7 @@ export function totpUri(secret: string, issuer: string, account: string): string
 export async function verifyTotp(secret: string, code: string, afterTimeStep: number): Promise<number | null> {
   const token = code.replace(/\s+/g, '');
   if (!/^\d{6}$/.test(token)) return null;
-  const r = await verify({ secret, token, epochTolerance: TOTP_TOLERANCE_SECONDS, afterTimeStep });
+  const r = await otplib().verify({ secret, token, epochTolerance: TOTP_TOLERANCE_SECONDS, afterTimeStep });
   return r.valid && 'timeStep' in r ? r.timeStep : null;
 }
 

@@ -1,4 +1,7 @@
-import TurndownService from 'turndown';
+import type TurndownService from 'turndown';
+import { lazyRequire } from '../lazy.js';
+
+const Turndown = lazyRequire<typeof TurndownService>('turndown');
 
 /** Pure helpers turning a parsed email into a message, after Zulip's email_mirror.py. */
 
@@ -43,7 +46,7 @@ function removeHtmlQuotations(service: TurndownService): void {
  * `![](http://host/path/name.png?x)` to links `[name.png](http://host/path/name.png)`.
  */
 export function htmlToMarkdown(html: string, includeQuotes: boolean): string {
-  const service = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '*', emDelimiter: '_' });
+  const service = new (Turndown())({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '*', emDelimiter: '_' });
   service.remove(['style', 'script', 'head', 'title']);
   if (!includeQuotes) removeHtmlQuotations(service);
   const markdown = service.turndown(html).trim();

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { connect, constants, type ClientHttp2Session } from 'node:http2';
-import { importPKCS8, SignJWT } from 'jose';
+import { jose } from '../lazy.js';
 import type { DeliveryOutcome } from './retry.js';
 
 /** Apple accepts a provider token for an hour and refuses new ones more often than every 20 minutes. */
@@ -44,6 +44,7 @@ export class ApnsClient {
 
   private async providerToken(): Promise<string> {
     if (this.jwt && Date.now() < this.jwt.expiresAt) return this.jwt.value;
+    const { importPKCS8, SignJWT } = await jose();
     const key = await importPKCS8(this.keyPem, 'ES256');
     const value = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: this.keyId }).setIssuer(this.teamId).setIssuedAt().sign(key);
     this.jwt = { value, expiresAt: Date.now() + TOKEN_LIFETIME_MS };

@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import nacl from 'tweetnacl';
 import type { Config } from '../../config.js';
 import type { Realm } from '../../db/tables.js';
 import { badRequest } from '../../errors.js';
+import { lazyRequire } from '../lazy.js';
 import { avatarUrl } from '../avatar.js';
 import { realmUrl } from '../urls.js';
 import type { PushMessage } from './payload.js';
 import type { PushDeviceKind } from './sender.js';
+
+const nacl = lazyRequire<typeof import('tweetnacl')>('tweetnacl');
 
 /**
  * End-to-end encrypted push notifications (Zulip 11+, api_docs/mobile-notifications.md): the
@@ -20,7 +22,7 @@ const SECRETBOX = 0x31;
 /** Zulip's validation of `push_key`: Base64 of the prefix byte and a 32-byte secretbox key. */
 export function checkPushKey(b64: string): void {
   const raw = Buffer.from(b64, 'base64');
-  if (raw.toString('base64') !== b64 || raw.length !== 1 + nacl.secretbox.keyLength || raw[0] !== SECRETBOX) throw badRequest('Invalid push_key');
+  if (raw.toString('base64') !== b64 || raw.length !== 1 + nacl().secretbox.keyLength || raw[0] !== SECRETBOX) throw badRequest('Invalid push_key');
 }
 
 /** A `token_id`: Base64 of the first 8 bytes of the token's SHA-256. */
@@ -36,8 +38,8 @@ export function checkTokenId(b64: string): void {
  */
 export function encryptPushPayload(pushKey: string, data: Record<string, unknown>): string {
   const key = Buffer.from(pushKey, 'base64').subarray(1);
-  const nonce = randomBytes(nacl.secretbox.nonceLength);
-  const box = nacl.secretbox(Buffer.from(JSON.stringify(data), 'utf8'), nonce, key);
+  const nonce = randomBytes(nacl().secretbox.nonceLength);
+  const box = nacl().secretbox(Buffer.from(JSON.stringify(data), 'utf8'), nonce, key);
   return Buffer.concat([nonce, box]).toString('base64');
 }
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { importPKCS8, SignJWT } from 'jose';
 import { z } from 'zod';
+import { jose } from '../lazy.js';
 import type { DeliveryOutcome } from './retry.js';
 
 /** The fields of a Google service-account key file (the JSON the Firebase console downloads) used here. */
@@ -67,6 +67,7 @@ export class FcmClient {
   }
 
   private async fetchToken(): Promise<string> {
+    const { importPKCS8, SignJWT } = await jose();
     const key = await importPKCS8(this.account.private_key, 'RS256');
     const assertion = await new SignJWT({ scope: SCOPE })
       .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: this.account.private_key_id })
