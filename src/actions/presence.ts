@@ -1,7 +1,7 @@
 import type { Realm, User } from '../db/tables.js';
 import type { ActionServices } from '../services.js';
-import { transaction, type Tx } from '../db/index.js';
-import { fetchPresence, fetchRealmPresences, nextPresenceUpdateId, upsertPresence } from '../db/repos/presence.js';
+import type { Tx } from '../db/index.js';
+import { fetchPresence, fetchRealmPresences, recordPresence } from '../db/repos/presence.js';
 import { fetchActiveUserIds } from '../db/repos/users.js';
 import {
   OFFLINE_THRESHOLD_SECONDS,
@@ -31,51 +31,44 @@ export type PresenceStatus = 'active' | 'idle';
 export async function doUpdateUserPresence(services: ActionServices, realm: Realm, user: User, status: PresenceStatus, now: number): Promise<void> {
   // A user who hid their presence is never reported; their old data simply ages out.
   if (!userSettings(user).presence_enabled) return;
-  await transaction(services.db, async (tx, afterCommit) => {
-    const row = await fetchPresence(tx, user.id);
-    const active = status === 'active';
-    const sinceActive = row?.last_active_time != null ? now - row.last_active_time : 86_400;
-    const sinceConnected = row?.last_connected_time != null ? now - row.last_connected_time : 86_400;
-    // "Newly online" means the user missed a couple of regular pings and could already be shown offline.
-    const becameOnline = active && sinceActive > OFFLINE_THRESHOLD_SECONDS - PRESENCE_PING_INTERVAL_SECONDS - 10;
-    let lastActive = row ? row.last_active_time : active ? now : null;
-    let lastConnected = row?.last_connected_time ?? now;
-    let changed = !row;
-    if (row && sinceConnected > PRESENCE_UPDATE_MIN_FREQ_SECONDS) {
-      lastConnected = now;
-      changed = true;
-    }
-    if (row && active && sinceActive > PRESENCE_UPDATE_MIN_FREQ_SECONDS) {
-      lastActive = now;
-      if (now > lastConnected) lastConnected = now;
-      changed = true;
-    }
-    if (changed) {
-      const updateId = await nextPresenceUpdateId(tx, realm.id);
-      await upsertPresence(tx, {
-        user_id: user.id,
-        realm_id: realm.id,
-        last_active_time: lastActive,
-        last_connected_time: lastConnected,
-        last_update_id: updateId,
-      });
-    }
-    if (!row || becameOnline) {
-      // One more than the limit tells whether the organization is over it, without reading everyone.
-      const audience = await fetchActiveUserIds(tx, realm.id, USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS + 1);
-      if (audience.length > USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS) return;
-      const active_ = lastActive ?? user.date_joined;
-      const event = {
-        type: 'presence',
-        user_id: user.id,
-        email: user.email,
-        server_timestamp: Date.now() / 1000,
-        presence: { website: formatLegacyPresenceClient(active_, lastConnected) },
-        presences: { [String(user.id)]: formatModernPresence(active_, lastConnected) },
-      };
-      afterCommit(() => services.events.send(realm.id, event, audience));
-    }
-  });
+  // Read outside a transaction: two clients of one person reporting at once both write, harmlessly.
+  const db = services.db.kysely;
+  const row = await fetchPresence(db, user.id);
+  const active = status === 'active';
+  const sinceActive = row?.last_active_time != null ? now - row.last_active_time : 86_400;
+  const sinceConnected = row?.last_connected_time != null ? now - row.last_connected_time : 86_400;
+  // "Newly online" means the user missed a couple of regular pings and could already be shown offline.
+  const becameOnline = active && sinceActive > OFFLINE_THRESHOLD_SECONDS - PRESENCE_PING_INTERVAL_SECONDS - 10;
+  let lastActive = row ? row.last_active_time : active ? now : null;
+  let lastConnected = row?.last_connected_time ?? now;
+  let changed = !row;
+  if (row && sinceConnected > PRESENCE_UPDATE_MIN_FREQ_SECONDS) {
+    lastConnected = now;
+    changed = true;
+  }
+  if (row && active && sinceActive > PRESENCE_UPDATE_MIN_FREQ_SECONDS) {
+    lastActive = now;
+    if (now > lastConnected) lastConnected = now;
+    changed = true;
+  }
+  if (changed) {
+    await recordPresence(services.db, { user_id: user.id, realm_id: realm.id, last_active_time: lastActive, last_connected_time: lastConnected });
+  }
+  if (!row || becameOnline) {
+    // One more than the limit tells whether the organization is over it, without reading everyone.
+    const audience = await fetchActiveUserIds(db, realm.id, USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS + 1);
+    if (audience.length > USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS) return;
+    const active_ = lastActive ?? user.date_joined;
+    const event = {
+      type: 'presence',
+      user_id: user.id,
+      email: user.email,
+      server_timestamp: Date.now() / 1000,
+      presence: { website: formatLegacyPresenceClient(active_, lastConnected) },
+      presences: { [String(user.id)]: formatModernPresence(active_, lastConnected) },
+    };
+    services.events.send(realm.id, event, audience);
+  }
 }
 
 export interface PresenceQuery {
