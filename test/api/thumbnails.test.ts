@@ -138,6 +138,8 @@ forEachDatabase('thumbnails made on request (no worker)', (server) => {
     const update = events.find((e) => e.event.type === 'update_message')!.event as any;
     assert.deepEqual([update.rendered_content, update.rendering_only], [rendered, true]);
 
+    // The composer's preview (POST /messages/render) shows it the same way.
+    assert.equal(ok(await hamlet.client.post('/messages/render', { content: `![black cat](/user_uploads/${pathId})` })).rendered, `<p>${done('black cat')}</p>`);
     // Edited, the content is rendered again, with the thumbnail at once.
     ok(await hamlet.client.patch(`/messages/${id}`, { content: `Now ![grey cat](/user_uploads/${pathId} "Grey")` }));
     assert.equal(
