@@ -60,6 +60,8 @@ export interface Config {
   bigBlueButton: { url: string | null; secret: string | null };
   /** A Nextcloud server with Talk, and the account that creates the call conversations. */
   nextcloudTalk: { url: string | null; username: string | null; password: string | null };
+  /** A Constructor Groups XAPI base URL and the API key that creates the call rooms. */
+  constructorGroups: { url: string | null; accessKey: string | null; secretKey: string | null };
   jitsiServerUrl: string;
   /**
    * Scheduled messages and reminders: whether this process delivers them, and the longest it
@@ -319,6 +321,11 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       url: e.NEXTCLOUD_TALK_URL ? e.NEXTCLOUD_TALK_URL.replace(/\/+$/, '') : null,
       username: e.NEXTCLOUD_TALK_USERNAME || null,
       password: e.NEXTCLOUD_TALK_PASSWORD || null,
+    },
+    constructorGroups: {
+      url: e.CONSTRUCTOR_GROUPS_URL ? e.CONSTRUCTOR_GROUPS_URL.replace(/\/+$/, '') : null,
+      accessKey: e.CONSTRUCTOR_GROUPS_ACCESS_KEY || null,
+      secretKey: e.CONSTRUCTOR_GROUPS_SECRET_KEY || null,
     },
     jitsiServerUrl: (e.JITSI_SERVER_URL ?? 'https://meet.jit.si').replace(/\/+$/, ''),
     scheduler: {

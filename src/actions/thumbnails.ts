@@ -132,8 +132,12 @@ async function makeMissingThumbnails(services: ActionServices, row: ImageAttachm
   });
 }
 
-/** An uploaded image's link preview still waiting for its thumbnail, with the image's path_id. */
-const PENDING_PREVIEW = /<a href="\/user_uploads\/([^"]+)"[^>]*><img class="image-loading-placeholder"/g;
+/**
+ * An uploaded image's link preview, or image shown with the image syntax, still waiting for
+ * its thumbnail, with the image's path_id.
+ */
+const PENDING_PREVIEW =
+  /<a href="\/user_uploads\/([^"]+)"[^>]*><img class="image-loading-placeholder"|<img [^>]*class="inline-image image-loading-placeholder"[^>]* data-original-src="\/user_uploads\/([^"]+)"/g;
 
 /**
  * Called once a message rendered with a spinner has committed. Its image may have been
@@ -144,7 +148,7 @@ const PENDING_PREVIEW = /<a href="\/user_uploads\/([^"]+)"[^>]*><img class="imag
  * Zulip closes the same gap by locking the rows while it renders.
  */
 export async function settlePendingPreviews(services: ActionServices, realmId: number, html: string): Promise<void> {
-  const pathIds = [...new Set([...html.matchAll(PENDING_PREVIEW)].map((m) => m[1]!))];
+  const pathIds = [...new Set([...html.matchAll(PENDING_PREVIEW)].map((m) => (m[1] ?? m[2])!))];
   if (pathIds.length === 0) return;
   await transaction(services.db, async (tx, afterCommit) => {
     for (const row of await lockImageAttachmentsByPathIds(tx, services.db.dialect, realmId, pathIds)) {

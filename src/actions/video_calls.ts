@@ -262,3 +262,34 @@ export async function createNextcloudTalkLink(services: ActionServices, roomName
   if (typeof token !== 'string' || !/^[A-Za-z0-9]+$/.test(token)) throw failed();
   return `${url}/index.php/call/${token}`;
 }
+
+/**
+ * Zulip's make_constructor_groups_video_call: the user's default room on the configured
+ * Constructor Groups server (its XAPI `POST /room/default` finds the room this user created
+ * under that name, or creates it), authenticated with a bearer token made of the access key
+ * and the SHA-256 of "access key|secret key".
+ */
+export async function createConstructorGroupsLink(services: ActionServices, user: User): Promise<string> {
+  const { url, accessKey, secretKey } = services.config.constructorGroups;
+  if (!url || !accessKey || !secretKey) throw badRequest('Constructor Groups credentials have not been configured');
+  const failed = (): JsonableError => badRequest('Failed to create Constructor Groups call');
+  const token = `${accessKey}|${createHash('sha256').update(`${accessKey}|${secretKey}`).digest('hex')}`;
+  const name = `${user.full_name}'s Zulip room`;
+  let roomUrl: unknown;
+  try {
+    const res = await fetch(`${url}/room/default`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ creator_email: user.delivery_email, name, fallback_name: `${name} (${user.realm_id}-${user.id})` }),
+      signal: AbortSignal.timeout(OUTGOING_TIMEOUT_MS),
+    });
+    if (!res.ok) throw failed();
+    roomUrl = ((await res.json()) as { url?: unknown } | null)?.url;
+  } catch (e) {
+    if (e instanceof JsonableError) throw e;
+    services.log.warn({ err: e }, 'Constructor Groups request failed');
+    throw failed();
+  }
+  if (typeof roomUrl !== 'string' || !roomUrl) throw failed();
+  return roomUrl;
+}

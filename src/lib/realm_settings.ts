@@ -41,6 +41,9 @@ export function availableVideoChatProviders(config: Config): Partial<Record<Vide
     jitsi_meet: VIDEO_CHAT_PROVIDERS.jitsi_meet,
   };
   if (config.bigBlueButton.url && config.bigBlueButton.secret) out.big_blue_button = VIDEO_CHAT_PROVIDERS.big_blue_button;
+  if (config.constructorGroups.url && config.constructorGroups.accessKey && config.constructorGroups.secretKey) {
+    out.constructor_groups = VIDEO_CHAT_PROVIDERS.constructor_groups;
+  }
   if (config.vidcall.clientId && config.vidcall.clientSecret) out.webex = VIDEO_CHAT_PROVIDERS.webex;
   return out;
 }

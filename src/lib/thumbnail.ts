@@ -152,21 +152,49 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+const INLINE_IMAGE_SPINNER = /<img [^>]*class="inline-image image-loading-placeholder"[^>]*>/g;
+const TAG_ATTRIBUTE = / ([^\s=>]+)(?:="([^"]*)")?/g;
+
 /**
- * Zulip's rewrite_thumbnailed_images for one upload: the spinners of its link previews become
- * the thumbnail (`preview`), or, when it could not be thumbnailed (null), the whole preview
- * goes. Returns null when the message has no spinner for it.
+ * An image of the Markdown image syntax rewritten the same way: the loading class goes from
+ * the class list, `src` becomes the thumbnail, the attributes BeautifulSoup adds come last, and
+ * an empty one is written bare, as Zulip's html_formatter writes it.
+ */
+function thumbnailInlineImgTag(tag: string, p: UploadPreview & { url: string }): string {
+  const attributes = new Map<string, string | null>([...tag.matchAll(TAG_ATTRIBUTE)].map((m) => [m[1]!, m[2] ?? null]));
+  attributes.set('class', 'inline-image');
+  attributes.set('src', escapeAttribute(p.url));
+  attributes.set('data-original-dimensions', `${p.width}x${p.height}`);
+  if (p.contentType) attributes.set('data-original-content-type', escapeAttribute(p.contentType));
+  if (p.isAnimated) attributes.set('data-animated', 'true');
+  if (p.transcodedImage !== null) attributes.set('data-transcoded-image', escapeAttribute(p.transcodedImage));
+  return `<img ${[...attributes].map(([k, v]) => (v ? `${k}="${v}"` : k)).join(' ')}>`;
+}
+
+/**
+ * Zulip's rewrite_thumbnailed_images for one upload: the spinners of its link previews and of
+ * its images shown with the image syntax become the thumbnail (`preview`), or, when it could
+ * not be thumbnailed (null), the whole preview, or the image, goes. Returns null when the
+ * message has no spinner for it.
  */
 export function rewriteThumbnailedImage(html: string, pathId: string, preview: (UploadPreview & { url: string }) | null): string | null {
-  const href = escapeRegExp(escapeAttribute(`/user_uploads/${pathId}`));
+  const src = escapeAttribute(`/user_uploads/${pathId}`);
+  const href = escapeRegExp(src);
   const pattern = new RegExp(
     `(<div class="message_inline_image"><a href="${href}"(?: title="[^"]*")?>)<img class="image-loading-placeholder"[^>]*>(</a></div>)`,
     'g',
   );
   let changed = false;
-  const out = html.replace(pattern, (_m, open: string, close: string) => {
+  let out = html.replace(pattern, (_m, open: string, close: string) => {
     changed = true;
     return preview === null ? '' : `${open}${thumbnailImgTag(preview)}${close}`;
   });
+  if (out.includes('class="inline-image image-loading-placeholder"')) {
+    out = out.replace(INLINE_IMAGE_SPINNER, (tag) => {
+      if (!tag.includes(` data-original-src="${src}"`)) return tag;
+      changed = true;
+      return preview === null ? '' : thumbnailInlineImgTag(tag, preview);
+    });
+  }
   return changed ? out : null;
 }

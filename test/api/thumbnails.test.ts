@@ -114,6 +114,40 @@ forEachDatabase('thumbnails made on request (no worker)', (server) => {
     }
   });
 
+  test('the image syntax shows an uploaded image in place: a spinner, then the thumbnail; an edit renders it again', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const channel = uniqueName('Pictures');
+    await createChannel(s, channel, { subscribers: [hamlet.user, othello.user] });
+    const pathId = await upload(hamlet.client, 'cat.png', await png(900, 300), 'image/png');
+    const id = await send(s, hamlet.client, channel, `A ![black cat](/user_uploads/${pathId}) and ![](/user_uploads/${pathId}).`);
+    const pending = (alt: string) =>
+      `<img alt="${alt}" class="inline-image image-loading-placeholder" data-original-content-type="image/png" data-original-dimensions="900x300" data-original-src="/user_uploads/${pathId}" src="/static/images/loading/loader-black.svg">`;
+    assert.equal(await contentOf(othello.client, id), `<p>A ${pending('black cat')} and ${pending('')}.</p>`);
+    const [message] = ok(await othello.client.get('/messages', { anchor: id, num_before: 0, num_after: 0, narrow: JSON.stringify([{ operator: 'has', operand: 'image' }]) })).messages;
+    assert.equal(message.id, id);
+    // The upload is claimed by the message, so another subscriber may see it.
+    assert.equal((await fetchRaw(`${s.url}/user_uploads/${pathId}`, basicAuth(othello.client))).status, 200);
+
+    const { events } = await captureEvents(s, () => fetchRaw(`${s.url}/user_uploads/thumbnail/${pathId}/840x560.webp`, basicAuth(othello.client)));
+    // BeautifulSoup's rewrite: the loading class and spinner go, an empty alt is written bare.
+    const done = (alt: string) =>
+      `<img ${alt ? `alt="${alt}"` : 'alt'} class="inline-image" data-original-content-type="image/png" data-original-dimensions="900x300" data-original-src="/user_uploads/${pathId}" src="/user_uploads/thumbnail/${pathId}/840x560.webp">`;
+    const rendered = `<p>A ${done('black cat')} and ${done('')}.</p>`;
+    assert.equal(await contentOf(othello.client, id), rendered);
+    const update = events.find((e) => e.event.type === 'update_message')!.event as any;
+    assert.deepEqual([update.rendered_content, update.rendering_only], [rendered, true]);
+
+    // The composer's preview (POST /messages/render) shows it the same way.
+    assert.equal(ok(await hamlet.client.post('/messages/render', { content: `![black cat](/user_uploads/${pathId})` })).rendered, `<p>${done('black cat')}</p>`);
+    // Edited, the content is rendered again, with the thumbnail at once.
+    ok(await hamlet.client.patch(`/messages/${id}`, { content: `Now ![grey cat](/user_uploads/${pathId} "Grey")` }));
+    assert.equal(
+      await contentOf(othello.client, id),
+      `<p>Now <img alt="grey cat" class="inline-image" data-original-content-type="image/png" data-original-dimensions="900x300" data-original-src="/user_uploads/${pathId}" src="/user_uploads/thumbnail/${pathId}/840x560.webp" title="Grey"></p>`,
+    );
+  });
+
   test('what does not parse as an image gets no preview at all; other files keep their link only', async () => {
     const s = server();
     const { hamlet } = s.cast;
@@ -122,6 +156,9 @@ forEachDatabase('thumbnails made on request (no worker)', (server) => {
     const fake = await upload(hamlet.client, 'fake.png', Buffer.from('not a picture'), 'image/png');
     const id = await send(s, hamlet.client, channel, `[fake.png](/user_uploads/${fake})`);
     assert.equal(await contentOf(hamlet.client, id), `<p><a href="/user_uploads/${fake}">fake.png</a></p>`);
+    // The image syntax makes a plain link of what is not an uploaded image.
+    const syntax = await send(s, hamlet.client, channel, `![fake](/user_uploads/${fake}) ![](https://example.com/x.txt)`);
+    assert.equal(await contentOf(hamlet.client, syntax), `<p><a href="/user_uploads/${fake}">fake</a> <a href="https://example.com/x.txt">https://example.com/x.txt</a></p>`);
     err(await hamlet.client.get(`/thumbnail/status/${fake}`), 400, 'BAD_REQUEST', 'Invalid attachment');
     assert.equal((await fetchRaw(`${s.url}/user_uploads/thumbnail/${fake}/840x560.webp`, basicAuth(hamlet.client))).status, 404);
   });

@@ -17,8 +17,6 @@ const EXCEPTIONS: Record<string, string> = {
   'POST /rest-error-handling': 'a documentation page, not an operation',
   'POST /zulip-outgoing-webhook': 'a documentation page (the payload Zulip POSTs to a bot), not an operation',
   'POST /remotes/push/e2ee/register': "the push notification service's (bouncer's) API, which an organization's server calls rather than serves",
-  'POST /calls/constructorgroups/create':
-    "issue 17 item 3: Constructor Groups' room API is not publicly documented and Zulip's implementation was not available to follow",
 };
 
 /** A value for each path parameter that the route's own parser accepts. */

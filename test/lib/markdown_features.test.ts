@@ -16,6 +16,7 @@ import {
   unicodeEmojiToCode,
   type MarkdownContext,
 } from '../../src/lib/markdown/index.js';
+import { rewriteThumbnailedImage, type UploadPreview } from '../../src/lib/thumbnail.js';
 
 const ctx: MarkdownContext = {
   realmUrl: 'https://chat.example.com',
@@ -283,6 +284,61 @@ test('links, image previews and uploads', () => {
   assert.equal(html('https://chat.example.com/#narrow/channel/1-Denmark'), '<p><a href="#narrow/channel/1-Denmark">https://chat.example.com/#narrow/channel/1-Denmark</a></p>');
   r = renderMarkdown('plain text', ctx);
   assert.deepEqual([r.hasLink, r.hasImage, r.hasAttachment], [false, false, false]);
+});
+
+test('the image syntax: uploaded images in place, anywhere inline; other targets a plain link', () => {
+  const cat: UploadPreview = { url: null, isAnimated: false, width: 1200, height: 600, contentType: 'image/png', transcodedImage: null };
+  const uploads = { uploadPreviews: new Map([['2/ab/cat.png', cat]]) };
+  const img = (alt: string, extra = '') =>
+    `<img alt="${alt}" class="inline-image image-loading-placeholder" data-original-content-type="image/png" data-original-dimensions="1200x600" data-original-src="/user_uploads/2/ab/cat.png" src="/static/images/loading/loader-black.svg"${extra}>`;
+  let r = renderMarkdown('A ![black *cat*](/user_uploads/2/ab/cat.png) here', { ...ctx, ...uploads });
+  assert.equal(r.html, `<p>A ${img('black *cat*')} here</p>`);
+  assert.deepEqual([r.hasImage, r.hasLink, r.hasAttachment, r.attachmentPathIds], [true, false, true, ['2/ab/cat.png']]);
+  // No alt text, a title, the realm's absolute URL for the upload.
+  assert.equal(html('![](https://chat.example.com/user_uploads/2/ab/cat.png "Cat")', uploads), `<p>${img('', ' title="Cat"')}</p>`);
+  assert.equal(html('> ![quoted](/user_uploads/2/ab/cat.png)', uploads), `<blockquote>\n<p>${img('quoted')}</p>\n</blockquote>`);
+  assert.equal(html('* one\n* ![listed](/user_uploads/2/ab/cat.png)', uploads), `<ul>\n<li>one</li>\n<li>${img('listed')}</li>\n</ul>`);
+  // Link text is not processed, so an image inside a link stays text (Zulip's links are atomic).
+  assert.equal(html('[![a](/user_uploads/2/ab/cat.png)](https://example.com)', uploads), '<p><a href="https://example.com">![a](/user_uploads/2/ab/cat.png)</a></p>');
+  // Zulip has no backslash escapes; a code span shows the syntax.
+  assert.equal(html('\\![a](/user_uploads/2/ab/cat.png)', uploads), `<p>\\${img('a')}</p>`);
+  assert.equal(html('`![a](/user_uploads/2/ab/cat.png)`', uploads), '<p><code>![a](/user_uploads/2/ab/cat.png)</code></p>');
+  // Not an uploaded image (another upload, a third-party image, no upload data): a link named by
+  // the alt text, which previews as a link to it would.
+  r = renderMarkdown('![report](/user_uploads/2/ab/report.pdf)', { ...ctx, ...uploads });
+  assert.equal(r.html, '<p><a href="/user_uploads/2/ab/report.pdf">report</a></p>');
+  assert.deepEqual([r.hasImage, r.attachmentPathIds], [false, ['2/ab/report.pdf']]);
+  assert.equal(
+    html('![a cat](/user_uploads/2/ab/cat.png)'),
+    '<p><a href="/user_uploads/2/ab/cat.png">a cat</a></p>\n' +
+      '<div class="message_inline_image"><a href="/user_uploads/2/ab/cat.png" title="a cat"><img data-src-fullsize="/thumbnail?url=user_uploads%2F2%2Fab%2Fcat.png&amp;size=full" src="/thumbnail?url=user_uploads%2F2%2Fab%2Fcat.png&amp;size=thumbnail"></a></div>',
+  );
+  assert.equal(
+    html('![](https://example.com/a.png "Pic")', { inlineImagePreview: false }),
+    '<p><a href="https://example.com/a.png" title="Pic">https://example.com/a.png</a></p>',
+  );
+  // Unsafe targets are left as text, as links are.
+  assert.equal(html('![x](javascript:alert(1))', uploads), '<p>![x](javascript:alert(1))</p>');
+  assert.equal(html('![no target] and !', uploads), '<p>![no target] and !</p>');
+});
+
+test('thumbnails replace the spinners of images shown with the image syntax', () => {
+  const spinner = (path: string, alt: string) =>
+    `<img alt${alt ? `="${alt}"` : '=""'} class="inline-image image-loading-placeholder" data-original-dimensions="60x40" data-original-src="/user_uploads/${path}" src="/static/images/loading/loader-black.svg">`;
+  const message = `<p>${spinner('2/ab/dance.gif', 'dance')} ${spinner('2/cd/scan.tiff', '')}</p>`;
+  const gif = { url: '/user_uploads/thumbnail/2/ab/dance.gif/840x560-anim.webp', isAnimated: true, width: 60, height: 40, contentType: 'image/gif', transcodedImage: null };
+  const once = rewriteThumbnailedImage(message, '2/ab/dance.gif', gif)!;
+  assert.equal(
+    once,
+    `<p><img alt="dance" class="inline-image" data-original-dimensions="60x40" data-original-src="/user_uploads/2/ab/dance.gif" src="/user_uploads/thumbnail/2/ab/dance.gif/840x560-anim.webp" data-original-content-type="image/gif" data-animated="true"> ${spinner('2/cd/scan.tiff', '')}</p>`,
+  );
+  const tiff = { url: '/user_uploads/thumbnail/2/cd/scan.tiff/840x560.webp', isAnimated: false, width: 60, height: 40, contentType: null, transcodedImage: '3024x4032.webp' };
+  assert.ok(rewriteThumbnailedImage(once, '2/cd/scan.tiff', tiff)!.endsWith(
+    ' <img alt class="inline-image" data-original-dimensions="60x40" data-original-src="/user_uploads/2/cd/scan.tiff" src="/user_uploads/thumbnail/2/cd/scan.tiff/840x560.webp" data-transcoded-image="3024x4032.webp"></p>',
+  ));
+  // An image that could not be thumbnailed goes, as a link preview's block does.
+  assert.equal(rewriteThumbnailedImage(once, '2/cd/scan.tiff', null), once.replace(` ${spinner('2/cd/scan.tiff', '')}`, ' '));
+  assert.equal(rewriteThumbnailedImage(once, '2/ef/other.png', null), null);
 });
 
 test('linkifiers and topic links', () => {

@@ -59,9 +59,10 @@ export interface MarkdownContext {
   alertWords?: ReadonlyMap<number, readonly string[]>;
   /**
    * Uploaded images by path id (Zulip's user_upload_previews), when rendering a message: a link
-   * to an upload gets a preview only if it is here, as a loading spinner (which the caller
-   * rewrites into the thumbnail where one exists, lib/thumbnail.ts).
-   * Without it, upload links are previewed by their extension through /thumbnail.
+   * to an upload gets a preview, and the image syntax `![alt](url)` shows it in place, only if
+   * it is here, as a loading spinner (which the caller rewrites into the thumbnail where one
+   * exists, lib/thumbnail.ts). Without it, upload links are previewed by their extension
+   * through /thumbnail, and the image syntax makes a plain link.
    */
   uploadPreviews?: ReadonlyMap<string, UploadPreview>;
 }
@@ -214,12 +215,17 @@ function render(content: string, ctx: MarkdownContext): RenderResult {
 
   const lookups = lookupsFor(ctx);
   let processor: InlineProcessor | undefined;
-  const patterns = buildPatterns({ lookups, stash, mentions, unescape: (t) => processor!.unescape(t) });
+  const inlineImages: string[] = [];
+  const patterns = buildPatterns({ lookups, stash, mentions, unescape: (t) => processor!.unescape(t), uploads: ctx.uploadPreviews, inlineImages });
   processor = new InlineProcessor(patterns);
   processor.run(root);
   prettify(root);
   unescapeTree(root);
   const links = processLinks(root, lookups.realmUrl, ctx.inlineImagePreview ?? true, ctx.uploadPreviews);
+  if (inlineImages.length > 0) {
+    links.hasImage = true;
+    links.attachmentPathIds = [...new Set([...links.attachmentPathIds, ...inlineImages])];
+  }
 
   let html = (root.text ? escapeText(root.text) : '') + root.children.map(serialize).join('');
   html = restoreRawHtml(html.trim(), stash).trim();

@@ -39,6 +39,26 @@ export function rewriteLocalLink(realmUrl: string, link: string): string {
   return link;
 }
 
+/** The path id of an upload URL, relative or on the realm's own host; null for other URLs. */
+export function uploadPathId(realmUrl: string, url: string): string | null {
+  const path = url.startsWith(realmUrl + '/') ? url.slice(realmUrl.length) : url;
+  return path.startsWith('/user_uploads/') ? path.slice('/user_uploads/'.length) : null;
+}
+
+/**
+ * An uploaded image shown in place by the Markdown image syntax (Zulip's `img.inline-image`):
+ * a loading spinner with the original's address, dimensions and type, which the caller
+ * rewrites into the thumbnail where one exists (lib/thumbnail.ts), as for link previews.
+ */
+export function inlineUploadImage(pathId: string, upload: UploadPreview, alt: string, title: string | null): Element {
+  const img = new Element('img', { alt });
+  for (const [k, v] of spinnerAttributes(upload)) img.set(k, v);
+  img.set('class', 'inline-image image-loading-placeholder');
+  img.set('data-original-src', `/user_uploads/${pathId}`);
+  if (title !== null) img.set('title', title);
+  return img;
+}
+
 /** Zulip's url_to_a: an <a> for a URL (text defaults to the URL), or the URL itself if unsafe. */
 export function urlToA(realmUrl: string, url: string, text?: string): Element | string {
   const href = sanitizeUrl(url);

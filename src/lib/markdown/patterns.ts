@@ -2,7 +2,7 @@ import { EMOTICON_CONVERSIONS, ZULIP_EXTRA_EMOJI, emojiCodeToName, emojiNameToCo
 import { Element } from './etree.js';
 import type { InlineNode, InlinePattern, MatchPattern, ResumePolicy, SpanPattern } from './inline.js';
 import { compileLinkifierPattern, expandUriTemplate, type Linkifier } from './linkifiers.js';
-import { rewriteLocalLink, sanitizeUrl, urlToA, webLinkRegex } from './links.js';
+import { inlineUploadImage, rewriteLocalLink, sanitizeUrl, uploadPathId, urlToA, webLinkRegex } from './links.js';
 import { ETX, STX, type HtmlStash } from './preprocess.js';
 import {
   CHANNEL_SOURCE,
@@ -17,6 +17,7 @@ import {
 import { renderTex } from './tex.js';
 import { timestampToIso } from './timestamp.js';
 import { encodeChannel, hashUtilEncode } from './url.js';
+import type { UploadPreview } from '../thumbnail.js';
 
 // Zulip's inline patterns, in Zulip's priority order. Elements that carry final text mark it
 // atomic so no later pattern rewrites it.
@@ -63,6 +64,10 @@ export interface PatternEnv {
   stash: HtmlStash;
   mentions: Mentions;
   unescape(text: string): string;
+  /** Uploaded images by path id (MarkdownContext.uploadPreviews). */
+  uploads?: ReadonlyMap<string, UploadPreview>;
+  /** Path ids of the uploaded images shown with the image syntax, in order. */
+  inlineImages: string[];
 }
 
 type Check = (data: string) => boolean;
@@ -130,6 +135,7 @@ const RE = {
   channel: new RegExp(CHANNEL_SOURCE, 'gu'),
   timestamp: /<time:(?<time>[^>]*?)>/gu,
   groupMention: new RegExp(GROUP_MENTIONS_SOURCE, 'gu'),
+  image: /!\[/gu,
   link: /(?<!!)\[/gu,
   autolink: webLinkRegex('gu'),
   entity: /(&(?:#[0-9]+|#x[0-9a-fA-F]+|[a-zA-Z0-9]+);)/gu,
@@ -194,6 +200,8 @@ export function buildPatterns(env: PatternEnv): InlinePattern[] {
     }),
     span(RE.groupMention, has('@'), (m) => groupMention(m, lookups, mentions)),
     span(RE.link, has('['), (m, data) => link(m, data, env)),
+    // After links, as Python-Markdown orders them; before autolinks, which would take the URL.
+    span(RE.image, has('!['), (m, data) => image(m, data, env)),
     match(RE.autolink, has('.', ':'), (m) => urlToA(lookups.realmUrl, m.groups!.url!)),
     ...lookups.linkifiers.flatMap((l) => linkifierPattern(l, lookups)),
     span(RE.entity, has('&'), (m) => ({ node: env.stash.store(m[1]!), start: m.index, end: m.index + m[0].length }), 'batch'),
@@ -319,6 +327,31 @@ function link(m: RegExpExecArray, data: string, env: PatternEnv): ReturnType<Spa
   // An empty link text shows the URL; link text is not processed further (Zulip).
   el.setText(!text || !text.trim() ? el.get('href')! : text, true);
   return { node: el, start: m.index, end: target.end };
+}
+
+/**
+ * ![alt](url "title"), parsed as a link is. Only uploaded images are shown in place (Zulip
+ * feature levels 437 and 467); any other target becomes a plain link, its text the alt text.
+ */
+function image(m: RegExpExecArray, data: string, env: PatternEnv): ReturnType<SpanPattern['handle']> {
+  const [text, afterText, textOk] = getLinkText(data, m.index + m[0].length);
+  if (!textOk) return null;
+  const target = getLinkTarget(data, afterText, env);
+  if (!target) return null;
+  const src = sanitizeUrl(env.unescape(target.href.trim()));
+  if (src === null) return null;
+  const alt = env.unescape(text);
+  const pathId = uploadPathId(env.lookups.realmUrl, src);
+  const upload = pathId === null ? undefined : env.uploads?.get(pathId);
+  if (pathId !== null && upload !== undefined) {
+    env.inlineImages.push(pathId);
+    return { node: inlineUploadImage(pathId, upload, alt, target.title), start: m.index, end: target.end };
+  }
+  const a = new Element('a');
+  a.set('href', rewriteLocalLink(env.lookups.realmUrl, src));
+  if (target.title !== null) a.set('title', target.title);
+  a.setText(alt.trim() ? alt : a.get('href')!, true);
+  return { node: a, start: m.index, end: target.end };
 }
 
 // Link syntax is parsed by scanning for the closing "]" and ")". A scan that runs far is

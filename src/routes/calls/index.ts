@@ -13,6 +13,7 @@ import {
   checkOAuthState,
   completeOAuth,
   createBigBlueButtonLink,
+  createConstructorGroupsLink,
   createJitsiLink,
   createNextcloudTalkLink,
   createOAuthMeeting,
@@ -87,6 +88,13 @@ export function registerCallRoutes(app: FastifyInstance, services: Services): vo
     path: '/calls/jitsi/create',
     params: {},
     handler: async ({ realm }) => ({ url: createJitsiLink(services, realm) }),
+  });
+
+  endpoint(app, services, {
+    method: 'POST',
+    path: '/calls/constructorgroups/create',
+    params: {},
+    handler: async ({ user }) => ({ url: await createConstructorGroupsLink(services, user) }),
   });
 
   endpoint(app, services, {
