@@ -106,7 +106,6 @@ import {
 } from '../lib/user_settings.js';
 import { realmUrl } from '../lib/urls.js';
 import { mentionCandidates, renderMarkdown, topicLinks, type Linkifier, type MarkdownContext } from '../lib/markdown/index.js';
-import { RESOLVED_TOPIC_PREFIX } from '../lib/narrow/terms.js';
 import {
   RESOLVE_TOPIC_UNDO_GRACE_PERIOD_SECONDS,
   isResolveNotificationContent,
@@ -1263,11 +1262,6 @@ export interface PreparedEdit {
   notifyNewThread: boolean;
 }
 
-/** Whether a topic change only adds or removes the "✔ " resolved prefix. */
-function isResolveToggle(from: string, to: string): boolean {
-  return to === RESOLVED_TOPIC_PREFIX + from || from === RESOLVED_TOPIC_PREFIX + to;
-}
-
 /**
  * Zulip's validate_user_can_edit_message: the realm allows editing, the editor sent the
  * message, and message_content_edit_limit_seconds (plus `bufferSeconds`) has not passed.
@@ -1332,7 +1326,8 @@ export async function checkUpdateMessage(services: ActionServices, realm: Realm,
       if (name === '' && policy === 'disable_empty_topic') {
         throw badRequest(`Sending messages to the ${settings.empty_topic_display_name} topic is not allowed in this channel.`);
       }
-      const resolveOnly = !newStream && isResolveToggle(message.topic, name);
+      const toggle = name === message.topic ? null : resolveToggle(message.topic, name, req.topic?.trim() ?? name);
+      const resolveOnly = !newStream && toggle !== null;
       if (name !== message.topic) {
         const m = await loadUserGroupMembership(db, editor);
         const may = resolveOnly
@@ -1352,7 +1347,6 @@ export async function checkUpdateMessage(services: ActionServices, realm: Realm,
         req.propagateMode === 'change_one'
           ? [message]
           : await fetchTopicMessagesForMove(db, stream.id, message.topic_lc, req.propagateMode === 'change_all' ? 0 : message.id, onlyUser);
-      const toggle = name === message.topic ? null : resolveToggle(message.topic, name, req.topic?.trim() ?? name);
       topic = { name, moved, resolveOnly, toggle, newStream };
     }
   }
