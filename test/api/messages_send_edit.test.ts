@@ -189,6 +189,9 @@ forEachDatabase('PATCH and DELETE /messages/{message_id}', (server) => {
     assert.deepEqual(sent.users.find((u) => typeof u !== 'number' && u.id === hamlet.user.id), { id: hamlet.user.id, flags: ['read'] });
     assert.deepEqual((await topicMessages(hamlet.client, name, 'schedule')).at(-1), [bot, text]);
     assert.deepEqual(await topicMessages(hamlet.client, name, 'plans'), []);
+    const html = (sent.event.message as { content: string }).content;
+    assert.match(html, /<a class="stream-topic" data-stream-id="\d+" href="\/#narrow\/channel\/\d+-[^"]+\/topic\/plans">#[^<]+ &gt; plans<\/a>/);
+    assert.match(html, new RegExp(`<span class="user-mention silent" data-user-id="${hamlet.user.id}">${hamlet.user.full_name}</span>`));
 
     // Part of a topic, both notices asked for: counted in both.
     const ids: number[] = [];
@@ -269,6 +272,12 @@ forEachDatabase('PATCH and DELETE /messages/{message_id}', (server) => {
       `${by} has marked this topic as resolved.`,
       `${by} has marked this topic as unresolved.`,
     ]);
+
+    // Resolving while editing the content posts no notice at all, as in Zulip.
+    const typo = await sendStream(hamlet.client, name, 'typo', 'teh');
+    await q.collect(200);
+    ok(await hamlet.client.patch(`/messages/${typo}`, { topic: '✔ typo', content: 'the' }));
+    await q.expectNone('message', 300);
     await q.delete();
   });
 
