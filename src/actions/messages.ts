@@ -1398,7 +1398,8 @@ function prependHistory(text: string | null, entry: EditHistoryEntry): string {
  * `delete_message` when they can no longer read the new channel), the new channel's other
  * subscribers get read copies, and both channels' first_message_id are kept right. Then one
  * `update_message` event goes to everyone with a copy, carrying their flags for the edited
- * message.
+ * message. Once that is committed, the Notification Bot posts the move's notices
+ * (sendMoveNotifications).
  */
 export async function doUpdateMessage(services: ActionServices, e: PreparedEdit): Promise<void> {
   const ts = now();
