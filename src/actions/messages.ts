@@ -106,7 +106,16 @@ import {
 } from '../lib/user_settings.js';
 import { realmUrl } from '../lib/urls.js';
 import { mentionCandidates, renderMarkdown, topicLinks, type Linkifier, type MarkdownContext } from '../lib/markdown/index.js';
-import { RESOLVED_TOPIC_PREFIX } from '../lib/narrow/terms.js';
+import {
+  RESOLVE_TOPIC_UNDO_GRACE_PERIOD_SECONDS,
+  isResolveNotificationContent,
+  newThreadNotificationContent,
+  oldThreadNotificationContent,
+  resolveNotificationContent,
+  resolveToggle,
+  type MoveSummary,
+} from '../lib/move_notifications.js';
+import { fetchSystemBot } from '../lib/system_bots.js';
 import { BOT_OUTGOING_WEBHOOK, isAdmin, isGuest, isModerator } from '../lib/roles.js';
 import { fetchStreamById } from '../db/repos/streams.js';
 import { fetchLinkifiers } from '../db/repos/settings.js';
@@ -1226,6 +1235,8 @@ export interface EditRequest {
   propagateMode: PropagateMode;
   streamId?: number;
   prevContentSha256?: string;
+  sendNotificationToOldThread: boolean;
+  sendNotificationToNewThread: boolean;
 }
 
 export interface PreparedEdit {
@@ -1238,13 +1249,17 @@ export interface PreparedEdit {
    * The move: the (possibly unchanged) topic, the messages it applies to (ascending), and the
    * channel they go to when it changes; null when nothing moves.
    */
-  topic: { name: string; moved: Message[]; resolveOnly: boolean; newStream: Stream | null } | null;
+  topic: {
+    name: string;
+    moved: Message[];
+    resolveOnly: boolean;
+    /** Whether the new name adds or drops the "✔ " prefix, as Zulip judges it (even with a channel change). */
+    toggle: 'resolved' | 'unresolved' | null;
+    newStream: Stream | null;
+  } | null;
   propagateMode: PropagateMode;
-}
-
-/** Whether a topic change only adds or removes the "✔ " resolved prefix. */
-function isResolveToggle(from: string, to: string): boolean {
-  return to === RESOLVED_TOPIC_PREFIX + from || from === RESOLVED_TOPIC_PREFIX + to;
+  notifyOldThread: boolean;
+  notifyNewThread: boolean;
 }
 
 /**
@@ -1311,7 +1326,8 @@ export async function checkUpdateMessage(services: ActionServices, realm: Realm,
       if (name === '' && policy === 'disable_empty_topic') {
         throw badRequest(`Sending messages to the ${settings.empty_topic_display_name} topic is not allowed in this channel.`);
       }
-      const resolveOnly = !newStream && isResolveToggle(message.topic, name);
+      const toggle = name === message.topic ? null : resolveToggle(message.topic, name, req.topic?.trim() ?? name);
+      const resolveOnly = !newStream && toggle !== null;
       if (name !== message.topic) {
         const m = await loadUserGroupMembership(db, editor);
         const may = resolveOnly
@@ -1331,7 +1347,7 @@ export async function checkUpdateMessage(services: ActionServices, realm: Realm,
         req.propagateMode === 'change_one'
           ? [message]
           : await fetchTopicMessagesForMove(db, stream.id, message.topic_lc, req.propagateMode === 'change_all' ? 0 : message.id, onlyUser);
-      topic = { name, moved, resolveOnly, newStream };
+      topic = { name, moved, resolveOnly, toggle, newStream };
     }
   }
   if (req.content !== undefined) {
@@ -1349,7 +1365,17 @@ export async function checkUpdateMessage(services: ActionServices, realm: Realm,
     content = { raw, rendered, mentioned, topicParticipants };
   }
   if (!content && !topic) throw badRequest('Nothing to change');
-  return { realm, editor, message, stream, content, topic, propagateMode: req.propagateMode };
+  return {
+    realm,
+    editor,
+    message,
+    stream,
+    content,
+    topic,
+    propagateMode: req.propagateMode,
+    notifyOldThread: req.sendNotificationToOldThread,
+    notifyNewThread: req.sendNotificationToNewThread,
+  };
 }
 
 const MENTION_FLAGS = FLAG_BITS.mentioned | FLAG_BITS.stream_wildcard_mentioned | FLAG_BITS.topic_wildcard_mentioned | FLAG_BITS.has_alert_word;
@@ -1372,13 +1398,14 @@ function prependHistory(text: string | null, entry: EditHistoryEntry): string {
  * `delete_message` when they can no longer read the new channel), the new channel's other
  * subscribers get read copies, and both channels' first_message_id are kept right. Then one
  * `update_message` event goes to everyone with a copy, carrying their flags for the edited
- * message.
+ * message. Once that is committed, the Notification Bot posts the move's notices
+ * (sendMoveNotifications).
  */
 export async function doUpdateMessage(services: ActionServices, e: PreparedEdit): Promise<void> {
   const ts = now();
   const m = e.message;
   const newStream = e.topic?.newStream ?? null;
-  await transaction(services.db, async (tx, afterCommit) => {
+  const aftermath = await transaction(services.db, async (tx, afterCommit) => {
     const affected = e.topic ? e.topic.moved : [m];
     const ids = affected.map((x) => x.id).sort((a, b) => a - b);
     for (const msg of affected) {
@@ -1444,6 +1471,8 @@ export async function doUpdateMessage(services: ActionServices, e: PreparedEdit)
       await refreshFirstMessageId(services, tx, afterCommit, e.realm, newStream);
     }
 
+    const moved = e.topic && e.stream && (e.notifyOldThread || e.notifyNewThread || e.topic.toggle) ? await fetchMoveAftermath(tx, e, ids) : null;
+
     if (e.topic && e.stream && e.propagateMode !== 'change_one') {
       await moveTopicPolicies(services, tx, afterCommit, e.realm, e.stream, m.topic, newStream ?? e.stream, e.topic.name);
     }
@@ -1504,7 +1533,131 @@ export async function doUpdateMessage(services: ActionServices, e: PreparedEdit)
       recipients.push({ id: r.user_id, flags: gaining.includes(r.user_id) ? ['read'] : [] });
     }
     afterCommit(() => services.events.send(e.realm.id, event, recipients));
+    return moved;
   });
+  if (aftermath) await sendMoveNotifications(services, e, aftermath);
+}
+
+interface MoveAftermath {
+  /** Zulip's moved_all_visible_messages: change_all, or nothing the mover can read is left behind. */
+  movedAll: boolean;
+  /** The new topic already had messages the mover can read. */
+  preexisting: boolean;
+  /** Who followed the old topic, when all of it moved (their follows move with it). */
+  oldTopicFollowers: number[] | null;
+}
+
+/**
+ * What the notifications of a move depend on, read after the messages moved and before the
+ * topic's visibility policies do. Readable means what Zulip's bulk_access_stream_messages_query
+ * allows: everything in a channel with shared history, else the mover's own copies.
+ */
+async function fetchMoveAftermath(tx: Tx, e: PreparedEdit, ids: readonly number[]): Promise<MoveAftermath> {
+  const from = e.stream!;
+  const to = e.topic!.newStream ?? from;
+  const readable = (s: Stream) => (s.history_public_to_subscribers ? null : e.editor.id);
+  const movedAll = e.propagateMode === 'change_all' || (await fetchTopicMessagesNewestFirst(tx, from.id, e.message.topic_lc, 1, readable(from))).length === 0;
+  const moved = new Set(ids);
+  // At most ids.length of these are moved messages, so one more tells whether any other exists.
+  const inNewTopic = await fetchTopicMessagesNewestFirst(tx, to.id, topicKey(e.topic!.name), ids.length + 1, readable(to));
+  return {
+    movedAll,
+    preexisting: inNewTopic.some((r) => !moved.has(r.id)),
+    oldTopicFollowers: movedAll ? await fetchTopicFollowers(tx, from.id, e.message.topic_lc) : null,
+  };
+}
+
+async function fetchTopicFollowers(db: Tx, streamId: number, topicLc: string): Promise<number[]> {
+  const holders = await fetchUserIdsWithTopicPolicy(db, streamId, topicLc);
+  return (await fetchUserTopicsForTopic(db, holders, streamId, topicLc)).filter((r) => r.visibility_policy === VISIBILITY_FOLLOWED).map((r) => r.user_id);
+}
+
+/**
+ * The Notification Bot's messages after a move, as Zulip's do_update_message sends them: a
+ * resolve/unresolve notice for a rename that only toggles "✔ " (no content or channel change);
+ * "moved here" in the new topic unless send_notification_to_new_thread is false or the move is
+ * only such a toggle; "moved to" in the old topic when send_notification_to_old_thread is true.
+ * Each starts read for the mover.
+ */
+async function sendMoveNotifications(services: ActionServices, e: PreparedEdit, a: MoveAftermath): Promise<void> {
+  const t = e.topic!;
+  const from = e.stream!;
+  const to = t.newStream ?? from;
+  const db = services.db.kysely;
+  const bot = await fetchSystemBot(db, services.config, e.realm, 'notification');
+  const topicEdited = t.name !== e.message.topic;
+  const byMover = (id: number) => id === e.editor.id;
+  if (topicEdited && !e.content && !t.newStream && t.toggle) await sendResolveNotification(services, e, bot, t.toggle, a);
+  const summary: MoveSummary = {
+    user: e.editor,
+    from: { channel: from, topic: e.message.topic },
+    to: { channel: to, topic: t.name },
+    messageId: e.message.id,
+    count: t.moved.length,
+    movedAll: a.movedAll,
+    preexisting: a.preexisting,
+    realmUrl: realmUrl(services.config, e.realm),
+  };
+  if (e.notifyNewThread && (t.newStream || (topicEdited && !t.toggle))) {
+    await sendNotificationBotMessage(services, e.realm, bot, to, t.name, newThreadNotificationContent(summary), byMover);
+  }
+  if (e.notifyOldThread) await sendNotificationBotMessage(services, e.realm, bot, from, e.message.topic, oldThreadNotificationContent(summary), byMover);
+}
+
+/**
+ * Zulip's maybe_send_resolve_topic_notifications: undoing a resolve (or unresolve) within
+ * RESOLVE_TOPIC_UNDO_GRACE_PERIOD_SECONDS deletes the notice it sent, when that is still the
+ * topic's last message, instead of adding another. The notice starts unread only for
+ * subscribers whose resolved_topic_notice_auto_read_policy is "never", or "except_followed"
+ * while they follow the topic.
+ */
+async function sendResolveNotification(services: ActionServices, e: PreparedEdit, bot: User, toggle: 'resolved' | 'unresolved', a: MoveAftermath): Promise<void> {
+  const db = services.db.kysely;
+  const stream = e.stream!;
+  const key = topicKey(e.topic!.name);
+  const [last] = await fetchTopicMessagesNewestFirst(db, stream.id, key, 1, null);
+  const previous = last ? (await fetchMessagesByIds(db, e.realm.id, [last.id]))[0] : undefined;
+  if (previous && previous.sender_id === bot.id && isResolveNotificationContent(previous.content) && now() - previous.date_sent <= RESOLVE_TOPIC_UNDO_GRACE_PERIOD_SECONDS) {
+    await doDeleteMessage(services, e.realm, previous, stream);
+    return;
+  }
+  const subscribers = (await fetchChannelRecipients(db, stream.id)).filter((r) => !r.is_bot);
+  const followers = new Set(a.oldTopicFollowers ?? (await fetchTopicFollowers(db, stream.id, key)));
+  const unread = new Set<number>();
+  for (const r of await fetchUserSettingsRows(db, subscribers.map((s) => s.user_id))) {
+    const policy = userSettings(r).resolved_topic_notice_auto_read_policy;
+    if (policy === 'never' || (policy === 'except_followed' && followers.has(r.id))) unread.add(r.id);
+  }
+  const content = resolveNotificationContent(e.editor, toggle);
+  await sendNotificationBotMessage(services, e.realm, bot, stream, e.topic!.name, content, (id) => id === e.editor.id || !unread.has(id));
+}
+
+/**
+ * Zulip's internal_send_stream_message from the Notification Bot: the ordinary send path, with
+ * the recipients `startsRead` picks marked read. A message the channel refuses (say, a topic its
+ * topics policy no longer allows) is logged and skipped, as Zulip's internal_prep_stream_message does.
+ */
+async function sendNotificationBotMessage(
+  services: ActionServices,
+  realm: Realm,
+  bot: User,
+  stream: Stream,
+  topic: string,
+  content: string,
+  startsRead: (userId: number) => boolean,
+): Promise<void> {
+  let p: PreparedMessage;
+  try {
+    p = await checkSendMessage(services, realm, bot, { type: 'stream', to: String(stream.id), topic, content, client: 'Internal' });
+  } catch (err) {
+    if (!(err instanceof JsonableError)) throw err;
+    services.log.warn({ err, streamId: stream.id, topic }, 'Notification Bot message not sent');
+    return;
+  }
+  p.flags.forEach((f, id) => {
+    if (startsRead(id)) p.flags.set(id, f | FLAG_BITS.read);
+  });
+  await doSendMessage(services, p);
 }
 
 /**

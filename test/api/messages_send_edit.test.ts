@@ -5,11 +5,36 @@ import { err, ok } from '../helpers/assert.js';
 import { assertConforms, assertEventConforms } from '../helpers/openapi.js';
 import { captureEvents } from '../helpers/bus.js';
 import { FLAG_BITS } from '../../src/lib/message_flags.js';
-import { createChannel, sendDirect, sendStream, setRealmSettings, uniqueName, userMessageFlags } from './messages_send.fixtures.js';
+import { registerQueue, type TestQueue } from '../helpers/events.js';
+import { fetchSystemBot } from '../../src/lib/system_bots.js';
+import { realmUrl } from '../../src/lib/urls.js';
+import type { ApiClient } from '../helpers/client.js';
+import { createChannel, sendDirect, sendStream, setRealmSettings, setUserSettings, uniqueName, userMessageFlags } from './messages_send.fixtures.js';
 
 const row = (s: TestServer, id: number) => s.app.services.db.kysely.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const age = (s: TestServer, id: number, seconds: number) =>
   s.app.services.db.kysely.updateTable('messages').set({ date_sent: Math.floor(Date.now() / 1000) - seconds }).where('id', '=', id).execute();
+/** A topic's messages as `[sender_id, raw content]`, oldest first. */
+const topicMessages = async (client: ApiClient, channel: string, topic: string): Promise<[number, string][]> =>
+  (
+    ok(
+      await client.get('/messages', {
+        anchor: 'newest',
+        num_before: 100,
+        num_after: 0,
+        apply_markdown: false,
+        narrow: [
+          { operator: 'channel', operand: channel },
+          { operator: 'topic', operand: topic },
+        ],
+      }),
+    ).messages as { sender_id: number; content: string }[]
+  ).map((m) => [m.sender_id, m.content]);
+/** The next `message` event a queue receives, as [sender, channel, topic, raw content, flags]. */
+const nextMessage = async (q: TestQueue) => {
+  const e = await q.next('message');
+  return [e.message.sender_id, e.message.stream_id, e.message.subject, e.message.content, e.flags];
+};
 
 forEachDatabase('PATCH and DELETE /messages/{message_id}', (server) => {
   test('the sender edits content: stored with history, flags recomputed, update_message event', async () => {
@@ -139,6 +164,121 @@ forEachDatabase('PATCH and DELETE /messages/{message_id}', (server) => {
     // The same topic again changes nothing.
     err(await hamlet.client.patch(`/messages/${ids[0]}`, { topic: '✔ old' }), 400, 'BAD_REQUEST', 'Nothing to change');
     assert.ok(stream.id);
+  });
+
+  test('move notifications: the Notification Bot in the new topic by default, in the old one when asked, in Zulip\u2019s words', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const bot = (await fetchSystemBot(s.app.services.db.kysely, s.config, s.realm, 'notification')).id;
+    const name = uniqueName('Breadcrumbs');
+    const channel = await createChannel(s, name, { subscribers: [hamlet.user, othello.user] });
+    const dest = uniqueName('Elsewhere');
+    const other = await createChannel(s, dest, { subscribers: [hamlet.user, othello.user] });
+    const by = `@_**${hamlet.user.full_name}|${hamlet.user.id}**`;
+    const q = await registerQueue(othello.client, { event_types: ['message'], apply_markdown: false });
+
+    // A whole topic, defaults: only the new topic hears of it; unread for others, read for the mover.
+    const a = await sendStream(hamlet.client, name, 'plans', 'a');
+    await sendStream(othello.client, name, 'plans', 'b');
+    await q.collect(200);
+    const whole = await captureEvents(s, () => hamlet.client.patch(`/messages/${a}`, { topic: 'schedule', propagate_mode: 'change_all' }));
+    ok(whole.result);
+    const text = `This topic was moved here from #**${name}>plans** by ${by}.`;
+    assert.deepEqual(await nextMessage(q), [bot, channel.id, 'schedule', text, []]);
+    const sent = whole.events.find((e) => e.event.type === 'message')!;
+    assert.deepEqual(sent.users.find((u) => typeof u !== 'number' && u.id === hamlet.user.id), { id: hamlet.user.id, flags: ['read'] });
+    assert.deepEqual((await topicMessages(hamlet.client, name, 'schedule')).at(-1), [bot, text]);
+    assert.deepEqual(await topicMessages(hamlet.client, name, 'plans'), []);
+    const html = (sent.event.message as { content: string }).content;
+    assert.match(html, /<a class="stream-topic" data-stream-id="\d+" href="\/#narrow\/channel\/\d+-[^"]+\/topic\/plans">#[^<]+ &gt; plans<\/a>/);
+    assert.match(html, new RegExp(`<span class="user-mention silent" data-user-id="${hamlet.user.id}">${hamlet.user.full_name}</span>`));
+
+    // Part of a topic, both notices asked for: counted in both.
+    const ids: number[] = [];
+    for (const c of ['c', 'd', 'e']) ids.push(await sendStream(hamlet.client, name, 'split', c));
+    await q.collect(200);
+    ok(await hamlet.client.patch(`/messages/${ids[1]}`, { topic: 'later', propagate_mode: 'change_later', send_notification_to_old_thread: true }));
+    assert.deepEqual(await nextMessage(q), [bot, channel.id, 'later', `2 messages were moved here from #**${name}>split** by ${by}.`, []]);
+    assert.deepEqual(await nextMessage(q), [bot, channel.id, 'split', `2 messages were moved from this topic to #**${name}>later** by ${by}.`, []]);
+
+    // One message into a topic that has others: linked, as Zulip links it.
+    ok(await hamlet.client.patch(`/messages/${ids[0]}`, { topic: 'schedule', send_notification_to_old_thread: true }));
+    const url = `${realmUrl(s.config, s.realm)}/#narrow/channel/${channel.id}-${name.replace(/ /g, '-')}/topic/schedule/near/${ids[0]}`;
+    assert.deepEqual(await nextMessage(q), [bot, channel.id, 'schedule', `[A message](${url}) was moved here from #**${name}>split** by ${by}.`, []]);
+    assert.deepEqual(await nextMessage(q), [bot, channel.id, 'split', `A message was moved from this topic to #**${name}>schedule** by ${by}.`, []]);
+
+    // No notice for the new topic when declined.
+    const lone = await sendStream(hamlet.client, name, 'quiet', 'f');
+    await q.collect(200);
+    ok(await hamlet.client.patch(`/messages/${lone}`, { topic: 'hushed', send_notification_to_new_thread: false }));
+    await q.expectNone('message', 300);
+    assert.deepEqual(await topicMessages(hamlet.client, name, 'hushed'), [[hamlet.user.id, 'f']]);
+
+    // A whole topic to another channel, old notice asked for: both channels' topics linked.
+    ok(await hamlet.client.patch(`/messages/${ids[1]}`, { stream_id: other.id, propagate_mode: 'change_all', send_notification_to_old_thread: true }));
+    assert.deepEqual(await nextMessage(q), [bot, other.id, 'later', `This topic was moved here from #**${name}>later** by ${by}.`, []]);
+    assert.deepEqual(await nextMessage(q), [bot, channel.id, 'later', `This topic was moved to #**${dest}>later** by ${by}.`, []]);
+    assert.deepEqual((await topicMessages(othello.client, dest, 'later')).map(([sender]) => sender), [hamlet.user.id, hamlet.user.id, bot, bot]);
+
+    // A content edit sends nothing, whatever it asks for.
+    ok(await hamlet.client.patch(`/messages/${lone}`, { content: 'g', send_notification_to_old_thread: true, send_notification_to_new_thread: true }));
+    await q.expectNone('message', 300);
+    await q.delete();
+  });
+
+  test('resolve notifications: "has marked this topic as resolved/unresolved", a quick undo deletes the notice', async () => {
+    const s = server();
+    const { hamlet, othello } = s.cast;
+    const bot = (await fetchSystemBot(s.app.services.db.kysely, s.config, s.realm, 'notification')).id;
+    const name = uniqueName('Resolutions');
+    const channel = await createChannel(s, name, { subscribers: [hamlet.user, othello.user] });
+    const by = `@_**${hamlet.user.full_name}|${hamlet.user.id}**`;
+    await setUserSettings(s, othello.user, { resolved_topic_notice_auto_read_policy: 'never' });
+    const q = await registerQueue(othello.client, { event_types: ['message', 'delete_message'], apply_markdown: false, client_capabilities: { bulk_message_deletion: true } });
+
+    const first = await sendStream(hamlet.client, name, 'bug', 'broken');
+    await sendStream(othello.client, name, 'bug', 'fixed');
+    await q.collect(200);
+    ok(await hamlet.client.patch(`/messages/${first}`, { topic: '✔ bug', propagate_mode: 'change_all' }));
+    assert.deepEqual(await nextMessage(q), [bot, channel.id, '✔ bug', `${by} has marked this topic as resolved.`, []]);
+    // No "moved here" besides it.
+    await q.expectNone('message', 300);
+    const [, , notice] = (await topicMessages(othello.client, name, '✔ bug')).map(([sender]) => sender);
+    assert.equal(notice, bot);
+    const noticeId = (
+      ok(await othello.client.get('/messages', { anchor: 'newest', num_before: 1, num_after: 0, narrow: [{ operator: 'channel', operand: name }] })).messages as { id: number }[]
+    )[0]!.id;
+    assert.equal(await userMessageFlags(s, hamlet.user.id, noticeId), FLAG_BITS.read);
+    assert.equal(await userMessageFlags(s, othello.user.id, noticeId), 0);
+
+    // Undone within the grace period: the notice goes, none comes.
+    ok(await hamlet.client.patch(`/messages/${first}`, { topic: 'bug', propagate_mode: 'change_all' }));
+    const deleted = await q.next('delete_message');
+    assert.deepEqual(deleted.message_ids, [noticeId]);
+    await q.expectNone('message', 300);
+    assert.deepEqual((await topicMessages(othello.client, name, 'bug')).map(([sender]) => sender), [hamlet.user.id, othello.user.id]);
+
+    // Later, each toggle has its notice; the default policy leaves it read for non-followers.
+    await setUserSettings(s, othello.user, { resolved_topic_notice_auto_read_policy: 'except_followed' });
+    ok(await hamlet.client.patch(`/messages/${first}`, { topic: '✔ bug', propagate_mode: 'change_all' }));
+    const resolved = await q.next('message');
+    assert.deepEqual([resolved.message.content, resolved.flags], [`${by} has marked this topic as resolved.`, ['read']]);
+    await age(s, resolved.message.id, 61);
+    ok(await hamlet.client.patch(`/messages/${first}`, { topic: 'bug', propagate_mode: 'change_all' }));
+    assert.deepEqual(await nextMessage(q), [bot, channel.id, 'bug', `${by} has marked this topic as unresolved.`, ['read']]);
+    assert.deepEqual((await topicMessages(othello.client, name, 'bug')).map(([, content]) => content), [
+      'broken',
+      'fixed',
+      `${by} has marked this topic as resolved.`,
+      `${by} has marked this topic as unresolved.`,
+    ]);
+
+    // Resolving while editing the content posts no notice at all, as in Zulip.
+    const typo = await sendStream(hamlet.client, name, 'typo', 'teh');
+    await q.collect(200);
+    ok(await hamlet.client.patch(`/messages/${typo}`, { topic: '✔ typo', content: 'the' }));
+    await q.expectNone('message', 300);
+    await q.delete();
   });
 
   test('topic move permissions and limits', async () => {

@@ -163,7 +163,6 @@ export function registerMessageRoutes(app: FastifyInstance, services: Services):
       content: p.str().optional(),
       topic: p.str().optional().alias('subject'),
       propagate_mode: p.str(z.enum(['change_one', 'change_later', 'change_all'])).default('change_one'),
-      // Accepted for compatibility; this server sends no move notifications.
       send_notification_to_old_thread: p.bool().default(false),
       send_notification_to_new_thread: p.bool().default(true),
       stream_id: p.int().optional(),
@@ -176,6 +175,8 @@ export function registerMessageRoutes(app: FastifyInstance, services: Services):
         propagateMode: params.propagate_mode as PropagateMode,
         streamId: params.stream_id,
         prevContentSha256: params.prev_content_sha256,
+        sendNotificationToOldThread: params.send_notification_to_old_thread,
+        sendNotificationToNewThread: params.send_notification_to_new_thread,
       });
       await doUpdateMessage(services, edit);
       return { detached_uploads: [] };
