@@ -45,9 +45,12 @@ export function httpGet(port: number, path: string, headers: Record<string, stri
 /**
  * The environment every bench server runs with: rate limits off, quiet logs, the debug stats
  * listener on. `externalPort` is the port of EXTERNAL_URL, the same for every process of a group.
+ * Other PARLEY_* settings in the bench's own environment reach the servers, for experiments
+ * (`PARLEY_REGISTER_CONCURRENCY=1000 npm run bench -- --only storm`).
  */
 export function serverEnv(target: BenchTarget, port: number, statsPort: number, extra: NodeJS.ProcessEnv = {}, externalPort = port): NodeJS.ProcessEnv {
   return {
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('PARLEY_'))),
     DATABASE_URL: target.databaseUrl,
     REDIS_URL: target.redisUrl ?? '',
     PARLEY_REDIS_PREFIX: target.redisPrefix,
