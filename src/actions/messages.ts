@@ -80,7 +80,7 @@ import {
   type GroupPermissionConfig,
   type GroupSettingValue,
 } from '../lib/group_settings.js';
-import { fetchActivePushMessageIds, fetchAllActivePushMessageIds, insertNotificationJobs, insertNotificationOutboxRows } from '../db/repos/notifications.js';
+import { fetchAllActivePushMessageIds, insertNotificationJobs, insertNotificationOutboxRows } from '../db/repos/notifications.js';
 import { insertOutgoingWebhookJobs } from '../db/repos/outgoing_webhooks.js';
 import { settlePendingPreviews } from './thumbnails.js';
 import { API_FLAGS, FLAG_BITS, NON_EDITABLE_FLAGS, isFlagName, sharedFlagsList, type FlagName } from '../lib/message_flags.js';
@@ -1034,7 +1034,7 @@ export async function doUpdateMessageFlags(services: ActionServices, realm: Real
   const bit = FLAG_BITS[change.flag];
   await transaction(services.db, async (tx, afterCommit) => {
     const existing = change.messages.filter((id) => !change.historical.includes(id));
-    await updateUserMessageFlag(tx, user.id, existing, bit, change.op);
+    const { pushShowing } = await updateUserMessageFlag(tx, user.id, existing, bit, change.op);
     if (change.historical.length) {
       const flags = change.op === 'add' ? DEFAULT_HISTORICAL_FLAGS | bit : DEFAULT_HISTORICAL_FLAGS & ~bit;
       await insertHistoricalUserMessages(tx, user.id, change.historical, flags);
@@ -1048,7 +1048,7 @@ export async function doUpdateMessageFlags(services: ActionServices, realm: Real
       all: false,
     };
     if (change.flag === 'read' && change.op === 'remove') event.message_details = await unreadMessageDetails(tx, user.id, change.messages);
-    if (change.flag === 'read' && change.op === 'add') await queueRemovePushes(services, tx, afterCommit, user.id, await fetchActivePushMessageIds(tx, user.id, existing));
+    if (change.flag === 'read' && change.op === 'add') await queueRemovePushes(services, tx, afterCommit, user.id, pushShowing);
     afterCommit(() => services.events.send(realm.id, event, [user.id]));
   });
 }
@@ -1091,8 +1091,8 @@ export async function doMarkStreamMessagesAsRead(services: ActionServices, realm
   return transaction(services.db, async (tx, afterCommit) => {
     const ids = await fetchUnreadIdsInStream(tx, user.id, streamId, topic === undefined ? undefined : topicKey(topic));
     if (ids.length === 0) return 0;
-    await updateUserMessageFlag(tx, user.id, ids, FLAG_BITS.read, 'add');
-    await queueRemovePushes(services, tx, afterCommit, user.id, await fetchActivePushMessageIds(tx, user.id, ids));
+    const { pushShowing } = await updateUserMessageFlag(tx, user.id, ids, FLAG_BITS.read, 'add');
+    await queueRemovePushes(services, tx, afterCommit, user.id, pushShowing);
     afterCommit(() =>
       services.events.send(realm.id, { type: 'update_message_flags', op: 'add', operation: 'add', flag: 'read', messages: ids, all: false }, [user.id]),
     );

@@ -138,15 +138,3 @@ export async function fetchAllActivePushMessageIds(db: Tx, userId: number): Prom
   return rows.map((r) => Number(r.message_id));
 }
 
-/** Which of these messages of a user's still show a push notification. */
-export async function fetchActivePushMessageIds(db: Tx, userId: number, messageIds: readonly number[]): Promise<number[]> {
-  if (messageIds.length === 0) return [];
-  const rows = await db
-    .selectFrom('user_messages')
-    .select('message_id')
-    .where('user_id', '=', userId)
-    .where('message_id', 'in', [...messageIds])
-    .where(sql<boolean>`(flags & ${sql.lit(ACTIVE_PUSH)}) != 0`)
-    .execute();
-  return rows.map((r) => Number(r.message_id));
-}

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../index.js';
 import { insertRows } from '../bulk.js';
+import { FLAG_BITS } from '../../lib/message_flags.js';
 
 export interface UserMessageRow {
   user_id: number;
@@ -32,7 +33,8 @@ export async function fetchUserMessageFlags(db: Tx, userId: number, messageIds: 
 
 /**
  * Sets (op 'add') or clears (op 'remove') `bit` on the caller's rows for these messages and
- * returns the IDs whose flag actually changed.
+ * returns the IDs whose flag actually changed, and of those the ones whose push notification
+ * still shows on a phone (active_mobile_push_notification), read in the same statement.
  */
 export async function updateUserMessageFlag(
   db: Tx,
@@ -40,9 +42,10 @@ export async function updateUserMessageFlag(
   messageIds: readonly number[],
   bit: number,
   op: 'add' | 'remove',
-): Promise<number[]> {
-  if (messageIds.length === 0) return [];
+): Promise<{ changed: number[]; pushShowing: number[] }> {
   const changed: number[] = [];
+  const pushShowing: number[] = [];
+  if (messageIds.length === 0) return { changed, pushShowing };
   for (let i = 0; i < messageIds.length; i += INSERT_CHUNK) {
     const chunk = messageIds.slice(i, i + INSERT_CHUNK);
     const rows = await db
@@ -51,11 +54,15 @@ export async function updateUserMessageFlag(
       .where('user_id', '=', userId)
       .where('message_id', 'in', chunk)
       .where(op === 'add' ? sql<boolean>`(flags & ${bit}) = 0` : sql<boolean>`(flags & ${bit}) <> 0`)
-      .returning('message_id')
+      .returning(['message_id', 'flags'])
       .execute();
-    for (const r of rows) changed.push(r.message_id);
+    for (const r of rows) {
+      changed.push(r.message_id);
+      if (Number(r.flags) & FLAG_BITS.active_mobile_push_notification) pushShowing.push(r.message_id);
+    }
   }
-  return changed.sort((a, b) => a - b);
+  const byId = (a: number, b: number): number => a - b;
+  return { changed: changed.sort(byId), pushShowing: pushShowing.sort(byId) };
 }
 
 /** Inserts rows for messages the user reads or stars without having received them (`historical`). */
