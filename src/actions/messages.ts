@@ -701,6 +701,7 @@ function eventMessageDict(services: ActionServices, p: PreparedMessage, row: Mes
     users,
     streamNames: new Map(p.target.kind === 'stream' ? [[p.target.stream.id, p.target.stream.name]] : []),
     reactions: new Map(),
+    submessages: new Map(),
     linkifiers: p.linkifiers,
   };
   return formatMessage(row, rel, {
