@@ -256,20 +256,14 @@ for (const kind of testDatabases()) {
       ok(await hamlet.post('/users/me/subscriptions/properties', { subscription_data: [{ stream_id: general, property: 'pin_to_top', value: true }, { stream_id: general, property: 'color', value: '#abcdef' }] }));
 
       // A poll with an added option and votes, and a to-do list with an added, struck task.
-      // Parley has no POST /submessage: their submessages are written as the web app's
-      // widgets would send them.
       const poll = ok(await hamlet.post('/messages', { type: 'stream', to: 'general', topic: 'lunch', content: '/poll Where to?\nPizza\nSushi' }));
       const todo = ok(await iago.post('/messages', { type: 'stream', to: 'general', topic: 'lunch', content: '/todo Chores\nDishes' }));
-      const submessage = (message_id: number, sender: string, content: unknown) => ({ message_id, sender_id: idOf(sender), msg_type: 'widget', content: JSON.stringify(content) });
-      await a.app.services.db.kysely.insertInto('submessages').values([
-        submessage(poll.id, 'King Hamlet', { widget_type: 'poll', extra_data: { question: 'Where to?', options: ['Pizza', 'Sushi'] } }),
-        submessage(poll.id, 'Othello, the Moor of Venice', { type: 'new_option', idx: 1, option: 'Tacos' }),
-        submessage(poll.id, 'Iago', { type: 'vote', key: 'canned,1', vote: 1 }),
-        submessage(poll.id, 'King Hamlet', { type: 'vote', key: `${idOf('Othello, the Moor of Venice')},1`, vote: 1 }),
-        submessage(todo.id, 'Iago', { widget_type: 'todo', extra_data: { task_list_title: 'Chores', tasks: [{ task: 'Dishes', desc: '' }] } }),
-        submessage(todo.id, 'King Hamlet', { type: 'new_task', key: 2, task: 'Laundry', desc: 'whites', completed: false }),
-        submessage(todo.id, 'Iago', { type: 'strike', key: `2,${idOf('King Hamlet')}` }),
-      ]).execute();
+      const submessage = async (client: ApiClient, message_id: number, content: unknown) => ok(await client.post('/submessage', { message_id, msg_type: 'widget', content: JSON.stringify(content) }));
+      await submessage(othello, poll.id, { type: 'new_option', idx: 1, option: 'Tacos' });
+      await submessage(iago, poll.id, { type: 'vote', key: 'canned,1', vote: 1 });
+      await submessage(hamlet, poll.id, { type: 'vote', key: `${idOf('Othello, the Moor of Venice')},1`, vote: 1 });
+      await submessage(hamlet, todo.id, { type: 'new_task', key: 2, task: 'Laundry', desc: 'whites', completed: false });
+      await submessage(iago, todo.id, { type: 'strike', key: `2,${idOf('King Hamlet')}` });
       // Drafts of every kind, saved snippets, a reminder, and scheduled messages: one delivered,
       // one failed, one due in a few seconds and one tomorrow.
       ok(await hamlet.post('/drafts', { drafts: [
