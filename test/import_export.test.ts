@@ -353,6 +353,12 @@ for (const kind of testDatabases()) {
         [1, 'Sent after the move', false, false, null],
         [1, 'Tomorrow, @**Iago**', false, false, null],
       ]);
+      // When each was asked for, too (Zulip's request_timestamp).
+      const requested = async (app: App, realmId: number) =>
+        (await app.services.db.kysely.selectFrom('scheduled_messages').select('request_timestamp').where('realm_id', '=', realmId).orderBy('id').execute()).map((r) => Number(r.request_timestamp));
+      const requestedA = await requested(a.app, realmA.id);
+      assert.ok(requestedA.every((t) => t > 1_700_000_000), JSON.stringify(requestedA));
+      assert.deepEqual(await requested(b.app, realmB.id), requestedA);
       const deliveredB = (await b.app.services.db.kysely.selectFrom('messages').select('content').where('id', '=', Number(rowsB[1]!.delivered_message_id)).executeTakeFirstOrThrow()).content;
       assert.equal(deliveredB, 'Sent later');
       while (Date.now() / 1000 <= due) await new Promise((r) => setTimeout(r, 100));

@@ -122,6 +122,7 @@ export async function checkScheduleMessage(
       content: p.content,
       rendered_content: p.rendered.html,
       scheduled_timestamp: deliverAt,
+      request_timestamp: now(),
       // Zulip's legacy default: read for its sender when sent from a full client, unless to oneself.
       read_by_sender: (readBySender ?? (defaultReadBySender(req.client) && !toSelf)) ? 1 : 0,
       sending_client: req.client,
@@ -278,6 +279,7 @@ export async function checkCreateReminder(
       content: p.content,
       rendered_content: p.rendered.html,
       scheduled_timestamp: deliverAt,
+      request_timestamp: now(),
       read_by_sender: 0,
       sending_client: client,
       reminder_target_message_id: message.id,

@@ -89,7 +89,7 @@ export async function fetchRealmDump(db: Tx, realmId: number): Promise<RealmDump
     botServices: numeric(await db.selectFrom('bot_services').selectAll().where('realm_id', '=', realmId).orderBy('id').execute(), ['id', 'user_id']),
     drafts: numeric(userIds.length ? await db.selectFrom('drafts').selectAll().where('user_id', 'in', userIds).orderBy('id').execute() : [], ['id', 'user_id', 'last_edit_time']),
     scheduledMessages: numeric(await db.selectFrom('scheduled_messages').selectAll().where('realm_id', '=', realmId).orderBy('id').execute(), [
-      'id', 'realm_id', 'sender_id', 'stream_id', 'scheduled_timestamp', 'delivered_message_id', 'reminder_target_message_id', 'claimed_until',
+      'id', 'realm_id', 'sender_id', 'stream_id', 'scheduled_timestamp', 'request_timestamp', 'delivered_message_id', 'reminder_target_message_id', 'claimed_until',
     ]),
     savedSnippets: numeric(await db.selectFrom('saved_snippets').selectAll().where('realm_id', '=', realmId).orderBy('id').execute(), ['id', 'realm_id', 'user_id', 'date_created']),
   };

@@ -279,8 +279,8 @@ export async function buildZulipExport(db: Tx, realmId: number, type: ExportType
     stream: m.stream_id,
     realm: realmId,
     scheduled_timestamp: m.scheduled_timestamp,
-    // Parley does not record when a message was scheduled; Zulip's column may not be empty.
-    request_timestamp: m.scheduled_timestamp,
+    // Rows from before Parley recorded it; Zulip's column may not be empty.
+    request_timestamp: m.request_timestamp ?? m.scheduled_timestamp,
     read_by_sender: bool(m.read_by_sender),
     delivered: bool(m.delivered),
     delivered_message: m.delivered_message_id !== null && exported.has(m.delivered_message_id) ? m.delivered_message_id : null,
