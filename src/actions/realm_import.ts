@@ -509,7 +509,7 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
       return user !== null && stream !== undefined ? [{ user_id: user, stream_id: stream, topic, topic_lc: topic.toLowerCase(), visibility_policy: int(t.visibility_policy) ?? 1, last_updated: int(t.last_updated) ?? now() }] : [];
     }));
 
-    // Submessages (polls and to-do lists), as their messages' reactions. Zulip's export has
+    // Submessages (polls and to-do lists), carried like reactions. Zulip's export has
     // none; Parley's carries them in zerver_submessage.
     const submessages: { message_id: number; sender_id: number; msg_type: string; content: string }[] = [];
     for (const x of [...rows(data.realm, 'zerver_submessage')].sort((a, b) => (int(a.id) ?? 0) - (int(b.id) ?? 0))) {
