@@ -12,6 +12,8 @@ import type { App } from '../src/app.js';
 import { fetchRealmByStringId } from '../src/db/repos/realms.js';
 import { fetchUserByEmail } from '../src/db/repos/users.js';
 import { sendBotDirectMessage } from '../src/actions/signup.js';
+import { deliverDueScheduledMessages } from '../src/actions/scheduled_messages.js';
+import { markScheduledMessageFailed } from '../src/db/repos/scheduled_messages.js';
 
 /** API calls to an organization on its own subdomain, through inject (fetch cannot set Host). */
 class HostClient {
@@ -74,7 +76,8 @@ async function snapshot(side: Side): Promise<any> {
   const position = new Map<number, number>(all.map((id: number, i: number) => [id, i]));
   const html = (s: string | undefined): string | undefined =>
     s
-      ?.replace(/(\/(?:near|with)\/)(\d+)(?=["/])/g, (_m, a, id) => `${a}#${position.get(Number(id))}`)
+      ?.replaceAll(reg.realm_url, 'REALM')
+      .replace(/(\/(?:near|with)\/)(\d+)(?=["/])/g, (_m, a, id) => `${a}#${position.get(Number(id))}`)
       ?.replace(/(data-user-id=")(\d+)"/g, (_m, a, id) => `${a}${userName.get(Number(id))}"`)
       .replace(/(data-stream-id=")(\d+)"/g, (_m, a, id) => `${a}${streamName.get(Number(id))}"`)
       .replace(/(data-user-group-id=")(\d+)"/g, (_m, a, id) => `${a}${groupName.get(Number(id))}"`)
@@ -87,6 +90,41 @@ async function snapshot(side: Side): Promise<any> {
     subscribers: (s.subscribers ?? []).map((id: number) => userName.get(id)).sort(),
     groups: Object.fromEntries(Object.entries(s).filter(([k]) => /^can_\w+_group$/.test(k)).map(([k, v]) => [k, group(v)])),
   });
+  // Markdown that names users, channels and messages by ID (a reminder's text).
+  const text = (s: string): string =>
+    s
+      .replaceAll(reg.realm_url, 'REALM')
+      .replace(/\|(\d+)\*\*/g, (_m, id) => `|${userName.get(Number(id))}**`)
+      .replace(/(channel\/)(\d+)-/g, (_m, a, id) => `${a}${streamName.get(Number(id))}-`)
+      .replace(/(\/(?:near|with)\/)(\d+)/g, (_m, a, id) => `${a}#${position.get(Number(id))}`)
+      .replace(/\/user_uploads\/\d+\//g, '/user_uploads/R/');
+  // A poll's votes and a to-do list's strikes name an option or task by "<user ID>,<index>"
+  // and "<index>,<user ID>".
+  const widgetEvent = (content: string): unknown => {
+    const e = JSON.parse(content);
+    if (e.type === 'vote') e.key = e.key.replace(/^\d+/, (id: string) => userName.get(Number(id)));
+    if (e.type === 'strike') e.key = e.key.replace(/\d+$/, (id: string) => userName.get(Number(id)));
+    return e;
+  };
+  const to = (type: string, ids: number[]) => (type === 'stream' ? ids.map((id) => streamName.get(id)) : ids.map((id) => userName.get(id)).sort());
+  const draft = (d: any) => ({ type: d.type, to: to(d.type, d.to), topic: d.topic, content: d.content, timestamp: d.timestamp });
+  const scheduled = (m: any) => ({
+    type: m.type, to: to(m.type, m.type === 'stream' ? [m.to] : m.to), topic: m.topic, content: m.content, rendered_content: html(m.rendered_content),
+    scheduled_delivery_timestamp: m.scheduled_delivery_timestamp, failed: m.failed,
+  });
+  const reminder = (r: any) => ({
+    type: r.type, to: to(r.type, r.to), content: text(r.content), rendered_content: html(r.rendered_content), scheduled_delivery_timestamp: r.scheduled_delivery_timestamp,
+    failed: r.failed, reminder_target_message: position.get(r.reminder_target_message_id),
+  });
+  const snippet = (x: any) => ({ title: x.title, content: x.content, date_created: x.date_created });
+  const drafts = (await side.get('/drafts')).drafts.map(draft);
+  const scheduledMessages = (await side.get('/scheduled_messages')).scheduled_messages.map(scheduled);
+  const reminders = (await side.get('/reminders')).reminders.map(reminder);
+  const savedSnippets = (await side.get('/saved_snippets')).saved_snippets.map(snippet);
+  assert.deepEqual(reg.drafts.map(draft), drafts);
+  assert.deepEqual(reg.scheduled_messages.map(scheduled), scheduledMessages);
+  assert.deepEqual(reg.reminders.map(reminder), reminders);
+  assert.deepEqual(reg.saved_snippets.map(snippet), savedSnippets);
   const messages = (await side.get('/messages', { anchor: 'newest', num_before: 1000, num_after: 0, apply_markdown: true })).messages.map((m: any) => ({
     sender: m.sender_full_name,
     type: m.type,
@@ -99,6 +137,10 @@ async function snapshot(side: Side): Promise<any> {
     client: m.client,
     flags: [...m.flags].sort(),
     is_me_message: m.is_me_message,
+    submessages: m.submessages.map((x: any) => {
+      assert.equal(x.message_id, m.id);
+      return { sender: userName.get(x.sender_id), msg_type: x.msg_type, content: widgetEvent(x.content) };
+    }),
     reactions: m.reactions.map((r: any) => ({ user: userName.get(r.user_id), emoji_name: r.emoji_name, reaction_type: r.reaction_type, emoji_code: r.reaction_type === 'realm_emoji' ? emojiName.get(r.emoji_code) : r.emoji_code })),
     edit_history: m.edit_history?.map((e: any) => ({
       ...e, user_id: e.user_id === null ? null : userName.get(e.user_id), prev_rendered_content: html(e.prev_rendered_content),
@@ -107,6 +149,10 @@ async function snapshot(side: Side): Promise<any> {
   }));
   return {
     messages,
+    drafts,
+    scheduled_messages: scheduledMessages,
+    reminders,
+    saved_snippets: savedSnippets,
     realm: { name: reg.realm_name, description: reg.realm_description, default_language: reg.realm_default_language, allow_message_editing: reg.realm_allow_message_editing, waiting_period_threshold: reg.realm_waiting_period_threshold,
       create_public_channel: group(reg.realm_can_create_public_channel_group), domains: reg.realm_domains, linkifiers: reg.realm_linkifiers.map((l: any) => [l.pattern, l.url_template]),
       default_streams: reg.realm_default_streams.map((id: number) => streamName.get(id)).sort() },
@@ -124,7 +170,9 @@ async function snapshot(side: Side): Promise<any> {
     })).sort((a: any, b: any) => a.name.localeCompare(b.name)),
     profile_fields: reg.custom_profile_fields.map((f: any) => ({ ...f, id: undefined })),
     emoji: Object.values(reg.realm_emoji).map((e: any) => ({ name: e.name, deactivated: e.deactivated, source_url: html(e.source_url), author: userName.get(e.author_id) })),
-    user_topics: reg.user_topics.map((t: any) => ({ channel: streamName.get(t.stream_id), topic: t.topic_name, visibility_policy: t.visibility_policy, last_updated: t.last_updated })),
+    user_topics: reg.user_topics
+      .map((t: any) => ({ channel: streamName.get(t.stream_id), topic: t.topic_name, visibility_policy: t.visibility_policy, last_updated: t.last_updated }))
+      .sort((a: any, b: any) => `${a.channel}>${a.topic}`.localeCompare(`${b.channel}>${b.topic}`)),
     unread: {
       count: reg.unread_msgs.count,
       streams: reg.unread_msgs.streams.map((s: any) => [streamName.get(s.stream_id), s.topic, s.unread_message_ids.length]).sort(),
@@ -151,7 +199,7 @@ for (const kind of testDatabases()) {
         await db.drop();
         rmSync(config.dataDir, { recursive: true, force: true });
       });
-      return { app, url, env: { DATABASE_URL: db.url, PARLEY_DATA_DIR: config.dataDir } };
+      return { app, url, env: { DATABASE_URL: db.url, PARLEY_DATA_DIR: config.dataDir, EXTERNAL_URL: config.externalUrl } };
     }
 
     before(() => {
@@ -207,6 +255,37 @@ for (const kind of testDatabases()) {
       ok(await hamlet.patch('/settings', { left_side_userlist: true, emojiset: 'text' }));
       ok(await hamlet.post('/users/me/subscriptions/properties', { subscription_data: [{ stream_id: general, property: 'pin_to_top', value: true }, { stream_id: general, property: 'color', value: '#abcdef' }] }));
 
+      // A poll with an added option and votes, and a to-do list with an added, struck task.
+      const poll = ok(await hamlet.post('/messages', { type: 'stream', to: 'general', topic: 'lunch', content: '/poll Where to?\nPizza\nSushi' }));
+      const todo = ok(await iago.post('/messages', { type: 'stream', to: 'general', topic: 'lunch', content: '/todo Chores\nDishes' }));
+      const submessage = async (client: ApiClient, message_id: number, content: unknown) => ok(await client.post('/submessage', { message_id, msg_type: 'widget', content: JSON.stringify(content) }));
+      await submessage(othello, poll.id, { type: 'new_option', idx: 1, option: 'Tacos' });
+      await submessage(iago, poll.id, { type: 'vote', key: 'canned,1', vote: 1 });
+      await submessage(hamlet, poll.id, { type: 'vote', key: `${idOf('Othello, the Moor of Venice')},1`, vote: 1 });
+      await submessage(hamlet, todo.id, { type: 'new_task', key: 2, task: 'Laundry', desc: 'whites', completed: false });
+      await submessage(iago, todo.id, { type: 'strike', key: `2,${idOf('King Hamlet')}` });
+      // Drafts of every kind, saved snippets, a reminder, and scheduled messages: one delivered,
+      // one failed, one due in a few seconds and one tomorrow.
+      ok(await hamlet.post('/drafts', { drafts: [
+        { type: 'stream', to: [general], topic: 'lunch', content: 'Tacos it is', timestamp: 1700000000 },
+        { type: 'private', to: [idOf('Othello, the Moor of Venice'), idOf('Iago')], topic: '', content: 'Between us three', timestamp: 1700000100 },
+        { type: 'private', to: [idOf('King Hamlet')], topic: '', content: 'Note to self', timestamp: 1700000200 },
+        { type: '', to: [], topic: '', content: 'Not addressed yet', timestamp: 1700000300 },
+      ] }));
+      ok(await othello.post('/drafts', { drafts: [{ type: 'private', to: [idOf('Iago')], topic: '', content: 'Honest Iago', timestamp: 1700000400 }] }));
+      ok(await othello.post('/saved_snippets', { title: 'Greeting', content: 'Good morrow!' }));
+      ok(await othello.post('/saved_snippets', { title: 'Farewell', content: 'Adieu, **adieu**.' }));
+      ok(await iago.post('/reminders', { message_id: sent.id, scheduled_delivery_timestamp: Math.floor(Date.now() / 1000) + 3600, note: 'Read the notes' }));
+      const soon = Math.floor(Date.now() / 1000) + 1;
+      ok(await othello.post('/scheduled_messages', { type: 'stream', to: String(general), topic: 'lunch', content: 'Sent later', scheduled_delivery_timestamp: soon }));
+      const failed = ok(await hamlet.post('/scheduled_messages', { type: 'direct', to: JSON.stringify([idOf('Iago')]), content: 'Will not go', scheduled_delivery_timestamp: soon }));
+      await markScheduledMessageFailed(a.app.services.db.kysely, failed.scheduled_message_id, 'Message could not be sent at the scheduled time.');
+      while (Date.now() / 1000 <= soon) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(await deliverDueScheduledMessages(a.app.services), 1);
+      const due = Math.floor(Date.now() / 1000) + 4;
+      ok(await hamlet.post('/scheduled_messages', { type: 'stream', to: String(general), topic: 'lunch', content: 'Sent after the move', scheduled_delivery_timestamp: due }));
+      ok(await hamlet.post('/scheduled_messages', { type: 'direct', to: JSON.stringify([idOf('Othello, the Moor of Venice'), idOf('Iago')]), content: 'Tomorrow, @**Iago**', scheduled_delivery_timestamp: due + 86400 }));
+
       const file = join(work, 'export.tar.gz');
       const exported = json(await parley(a.env, 'export', '--to', file));
       assert.equal(exported.file, file);
@@ -248,7 +327,46 @@ for (const kind of testDatabases()) {
         if (email === 'othello@example.com') assert.ok(before.messages.some((m: any) => m.sender === 'Notification Bot'));
         assert.ok(before.groups.length >= 9, `${before.groups.length} groups`);
         assert.ok(before.users.length >= 7, `${before.users.length} users`);
+        const counts = Object.fromEntries(['drafts', 'scheduled_messages', 'reminders', 'saved_snippets'].map((k) => [k, before[k].length]));
+        const expected: Record<string, Record<string, number>> = {
+          'hamlet@example.com': { drafts: 4, scheduled_messages: 3, reminders: 0, saved_snippets: 0 },
+          'iago@example.com': { drafts: 0, scheduled_messages: 0, reminders: 1, saved_snippets: 0 },
+          'othello@example.com': { drafts: 1, scheduled_messages: 0, reminders: 0, saved_snippets: 2 },
+        };
+        assert.deepEqual(counts, expected[email]);
+        const pollB = before.messages.find((m: any) => m.content?.includes('Where to?'));
+        assert.deepEqual(pollB.submessages.map((x: any) => [x.sender, x.content.key ?? x.content.widget_type]), [
+          ['King Hamlet', 'poll'], ['Othello, the Moor of Venice', undefined], ['Iago', 'canned,1'], ['King Hamlet', 'Othello, the Moor of Venice,1'],
+        ]);
       }
+      const reminderB = (await snapshot(await bFor('iago@example.com'))).reminders[0];
+      assert.match(reminderB.content, /^You requested a reminder for the following message\. Note:\n > Read the notes\n\n@_\*\*Iago\|Iago\*\* \[said\]\(REALM\/#narrow\/channel\/general-general\/topic\/files\/near\/#\d+\)/);
+
+      // The delivered and the failed scheduled message came along too; the pending one is
+      // still sent when it falls due.
+      const realmB = (await fetchRealmByStringId(b.app.services.db.kysely, 'imported'))!;
+      const rowsB = await b.app.services.db.kysely.selectFrom('scheduled_messages').selectAll().where('realm_id', '=', realmB.id).orderBy('id').execute();
+      assert.deepEqual(rowsB.map((r) => [r.delivery_type, r.delivery_type === 2 ? r.reminder_note : r.content, !!r.delivered, !!r.failed, r.failure_message]), [
+        [2, 'Read the notes', false, false, null],
+        [1, 'Sent later', true, false, null],
+        [1, 'Will not go', false, true, 'Message could not be sent at the scheduled time.'],
+        [1, 'Sent after the move', false, false, null],
+        [1, 'Tomorrow, @**Iago**', false, false, null],
+      ]);
+      // When each was asked for, too (Zulip's request_timestamp).
+      const requested = async (app: App, realmId: number) =>
+        (await app.services.db.kysely.selectFrom('scheduled_messages').select('request_timestamp').where('realm_id', '=', realmId).orderBy('id').execute()).map((r) => Number(r.request_timestamp));
+      const requestedA = await requested(a.app, realmA.id);
+      assert.ok(requestedA.every((t) => t > 1_700_000_000), JSON.stringify(requestedA));
+      assert.deepEqual(await requested(b.app, realmB.id), requestedA);
+      const deliveredB = (await b.app.services.db.kysely.selectFrom('messages').select('content').where('id', '=', Number(rowsB[1]!.delivered_message_id)).executeTakeFirstOrThrow()).content;
+      assert.equal(deliveredB, 'Sent later');
+      while (Date.now() / 1000 <= due) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(await deliverDueScheduledMessages(b.app.services), 1);
+      const hamletAfter = await bFor('hamlet@example.com');
+      assert.deepEqual((await hamletAfter.get('/scheduled_messages')).scheduled_messages.map((m: any) => m.content), ['Will not go', 'Tomorrow, @**Iago**']);
+      const last = (await hamletAfter.get('/messages', { anchor: 'newest', num_before: 1, num_after: 0 })).messages[0];
+      assert.deepEqual([last.sender_full_name, last.display_recipient, last.subject, last.content], ['King Hamlet', 'general', 'lunch', '<p>Sent after the move</p>']);
 
       // Uploads, avatars and emoji: the same bytes at the imported organization's URLs.
       const hamletB = await bFor('hamlet@example.com');

@@ -50,6 +50,9 @@ import {
   type UserMessageRow,
 } from '../db/repos/user_messages.js';
 import { fetchUserTopicsForTopic } from '../db/repos/user_topics.js';
+import { insertSubmessage } from '../db/repos/submessages.js';
+import { getWidgetData } from '../lib/widgets.js';
+import { pythonJsonDumps } from '../integrations/python_json.js';
 import type { MessageReceipts } from '../db/receipts.js';
 import { JsonableError, badRequest } from '../errors.js';
 import type { EventRecipient, MessageEventExtra, ZulipEvent } from '../events/bus.js';
@@ -69,7 +72,7 @@ import {
 import { canAccessDeliveryEmail, loadUserAccess } from '../lib/access/users.js';
 import { AVATAR_FROM_GRAVATAR } from '../lib/avatar.js';
 import { dmKeyFor, dmParticipantIds, formatMessage, isMeMessage, type EditHistoryEntry, type MessageDict, type MessageRelations } from '../lib/format/messages.js';
-import type { MessageUserRow } from '../db/repos/messages.js';
+import type { MessageUserRow, SubmessageRow } from '../db/repos/messages.js';
 import { groupPermissions } from '../lib/format/user_groups.js';
 import {
   USER_GROUP_PERMISSION_CONFIG,
@@ -691,7 +694,7 @@ export async function checkSendMessage(services: ActionServices, realm: Realm, s
 }
 
 /** The message dict events carry: rendered HTML, real avatar URLs, the empty topic as "". */
-function eventMessageDict(services: ActionServices, p: PreparedMessage, row: Message): MessageDict {
+function eventMessageDict(services: ActionServices, p: PreparedMessage, row: Message, submessages: readonly SubmessageRow[]): MessageDict {
   const users = new Map<number, MessageUserRow>();
   const toRow = (u: User): MessageUserRow => ({
     id: u.id,
@@ -710,6 +713,7 @@ function eventMessageDict(services: ActionServices, p: PreparedMessage, row: Mes
     users,
     streamNames: new Map(p.target.kind === 'stream' ? [[p.target.stream.id, p.target.stream.name]] : []),
     reactions: new Map(),
+    submessages: new Map([[row.id, submessages]]),
     linkifiers: p.linkifiers,
   };
   return formatMessage(row, rel, {
@@ -776,6 +780,9 @@ async function finishMessage(
 ): Promise<SentMessage> {
   const t = p.target;
   if (p.inTransaction) await p.inTransaction(tx, message);
+  // Zulip's do_widget_post_save_actions: a poll or to-do list starts with its `widget` submessage.
+  const widget = getWidgetData(p.content);
+  const submessages = widget ? [await insertSubmessage(tx, { message_id: message.id, sender_id: p.sender.id, msg_type: 'widget', content: pythonJsonDumps(widget, null) })] : [];
   await setMessageAttachments(services, tx, afterCommit, p.realm, message.id, attachments, true);
   received.push({ messageId: message.id, flags: p.flags });
   let changedPolicy = false;
@@ -787,7 +794,7 @@ async function finishMessage(
     }
     if (p.followOnMention.length) await setUserTopicPolicies(services, tx, afterCommit, target, p.followOnMention, VISIBILITY_FOLLOWED, dateSent);
   }
-  const dict = eventMessageDict(services, p, message);
+  const dict = eventMessageDict(services, p, message, submessages);
   const recipients: EventRecipient[] = [];
   if (p.flags.has(p.sender.id)) recipients.push({ id: p.sender.id, flags: sharedFlagsList(p.flags.get(p.sender.id)!) });
   // forEach: iterating entries would allocate a pair per recipient (10,000 for a large channel).

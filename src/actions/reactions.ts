@@ -116,7 +116,7 @@ function reactionEvent(op: 'add' | 'remove', user: User, messageId: number, r: {
  * counts as participating in the topic, which may follow it (or unmute it in a muted channel);
  * these automatic changes only ever raise the topic's visibility.
  */
-async function participationPolicy(db: Tx, user: User, message: Message): Promise<number | null> {
+export async function participationPolicy(db: Tx, user: User, message: Message): Promise<number | null> {
   if (message.type !== 'stream' || user.is_bot) return null;
   const settings = userSettings(user);
   const follow = settings.automatically_follow_topics_policy === AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_ON_PARTICIPATION;

@@ -1,5 +1,8 @@
+import type { Insertable } from 'kysely';
 import { now, transaction } from '../db/index.js';
-import type { Realm } from '../db/tables.js';
+import type { Realm, ScheduledMessageTable } from '../db/tables.js';
+import { REMIND, SEND_LATER } from '../db/repos/scheduled_messages.js';
+import { fetchMessagesByIds } from '../db/repos/messages.js';
 import { insertRealm, updateRealmRow } from '../db/repos/realms.js';
 import { insertImportedRow, insertImportedRows, updateImportedGroupPermissions, updateImportedStream, updateImportedUser } from '../db/repos/realm_import.js';
 import { insertStoredFile } from '../db/repos/stored_files.js';
@@ -18,11 +21,13 @@ import { storedPath, uploadContentType } from '../lib/uploads.js';
 import { dmKeyFor } from '../lib/format/messages.js';
 import { renderMarkdown, type MarkdownContext } from '../lib/markdown/index.js';
 import { realmUrl } from '../lib/urls.js';
+import { realmEmojiSourceUrl } from '../lib/format/realm_emoji.js';
 import type { Rec, ZulipExport } from '../lib/zulip_export/archive.js';
 import { fromZulipFlagsMask } from '../lib/zulip_export/flags.js';
 import { RECIPIENT_DIRECT_MESSAGE_GROUP, RECIPIENT_PERSONAL, RECIPIENT_STREAM } from '../lib/zulip_export/export.js';
 import { checkNewRealmSubdomain } from './realms.js';
 import { passwordResetToken } from './password_reset.js';
+import { reminderText } from './scheduled_messages.js';
 import type { ActionServices } from '../services.js';
 
 export interface ImportReport {
@@ -373,7 +378,7 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
       const id = await insertImportedRow(tx, 'realm_emoji', { realm_id: realm.id, name: str(e.name), file_name: str(e.file_name), author_id: mapUser(e.author), deactivated: flag(e.deactivated) });
       emojiMap.set(int(e.id)!, id);
       await insertStoredFile(tx, { path: storedPath.emoji(realm.id, str(e.file_name)), realm_id: realm.id, content_type: uploadContentType(str(e.file_name), ''), size: body.length, data: body, date_created: now() });
-      emojiForRender.push({ id: String(id), name: str(e.name), sourceUrl: `${realmUrl(services.config, realm)}/user_avatars/${realm.id}/emoji/images/${str(e.file_name)}`, deactivated: !!flag(e.deactivated) });
+      emojiForRender.push({ id: String(id), name: str(e.name), sourceUrl: realmEmojiSourceUrl({ realm_id: realm.id, file_name: str(e.file_name) }), deactivated: !!flag(e.deactivated) });
       count('custom_emoji');
     }
 
@@ -504,6 +509,103 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
       return user !== null && stream !== undefined ? [{ user_id: user, stream_id: stream, topic, topic_lc: topic.toLowerCase(), visibility_policy: int(t.visibility_policy) ?? 1, last_updated: int(t.last_updated) ?? now() }] : [];
     }));
 
+    // Submessages (polls and to-do lists), carried like reactions. Zulip's export has
+    // none; Parley's carries them in zerver_submessage.
+    const submessages: { message_id: number; sender_id: number; msg_type: string; content: string }[] = [];
+    for (const x of [...rows(data.realm, 'zerver_submessage')].sort((a, b) => (int(a.id) ?? 0) - (int(b.id) ?? 0))) {
+      const sender = mapUser(x.sender);
+      const message = messageMap.get(int(x.message) ?? -1);
+      if (sender === null || message === undefined) {
+        skipped.push(`submessage ${String(x.id)}: unknown ${sender === null ? 'sender' : 'message'}`);
+        continue;
+      }
+      submessages.push({ message_id: message, sender_id: sender, msg_type: str(x.msg_type, 'widget'), content: remapWidgetKeys(str(x.content), userMap) });
+    }
+    await insertImportedRows(tx, 'submessages', submessages);
+    count('submessages', submessages.length);
+
+    // Drafts and scheduled messages name a recipient: a channel, a user or a direct-message
+    // group; they keep it as Parley's API shows it (the other participants, or the sender alone).
+    const addressOf = (recipientId: unknown, sender: number): { type: 'stream' | 'private'; streamId: number | null; to: number[] } | null => {
+      const rid = int(recipientId);
+      const r = rid === null ? undefined : recipients.get(rid);
+      if (!r) return null;
+      if (r.type === RECIPIENT_STREAM) {
+        const stream = streamMap.get(r.typeId);
+        return stream === undefined ? null : { type: 'stream', streamId: stream, to: [stream] };
+      }
+      const members = r.type === RECIPIENT_PERSONAL ? [userMap.get(r.typeId)] : (groupDmMembers.get(rid!) ?? []);
+      if (members.some((u) => u === undefined) || members.length === 0) return null;
+      const others = [...new Set(members as number[])].filter((u) => u !== sender).sort((a, b) => a - b);
+      return { type: 'private', streamId: null, to: others.length > 0 ? others : [sender] };
+    };
+    const drafts: { user_id: number; type: string; to: string; topic: string; content: string; last_edit_time: number }[] = [];
+    for (const d of [...rows(data.realm, 'zerver_draft')].sort((a, b) => (int(a.id) ?? 0) - (int(b.id) ?? 0))) {
+      const user = mapUser(d.user_profile);
+      if (user === null) {
+        skipped.push(`draft ${String(d.id)}: unknown user`);
+        continue;
+      }
+      // A draft whose recipient is gone stays, unaddressed (Zulip's recipient is SET_NULL).
+      const address = addressOf(d.recipient, user);
+      const topic = address?.type === 'stream' ? normalizeTopic(str(d.topic)) : '';
+      drafts.push({ user_id: user, type: address?.type ?? '', to: JSON.stringify(address?.to ?? []), topic, content: str(d.content), last_edit_time: int(d.last_edit_time) ?? now() });
+    }
+    await insertImportedRows(tx, 'drafts', drafts);
+    count('drafts', drafts.length);
+    const scheduled: Insertable<ScheduledMessageTable>[] = [];
+    for (const m of [...rows(data.realm, 'zerver_scheduledmessage')].sort((a, b) => (int(a.id) ?? 0) - (int(b.id) ?? 0))) {
+      const sender = mapUser(m.sender);
+      const address = sender === null ? null : addressOf(m.recipient, sender);
+      if (sender === null || address === null) {
+        skipped.push(`scheduled message ${String(m.id)}: unknown ${sender === null ? 'sender' : 'recipient'}`);
+        continue;
+      }
+      const mapMessage = (v: unknown): number | null => messageMap.get(int(v) ?? -1) ?? null;
+      const deliveryType = int(m.delivery_type) ?? SEND_LATER;
+      const target = mapMessage(m.reminder_target_message);
+      const note = typeof m.reminder_note === 'string' ? m.reminder_note : null;
+      let content = rewritePaths(str(m.content));
+      let rendered = typeof m.rendered_content === 'string' ? remapRendered(m.rendered_content) : null;
+      // A pending reminder's text names its message by ID and URL: it is written anew for the
+      // imported message, as it would be when sent (Zulip's send_reminder).
+      if (deliveryType === REMIND && target !== null && !flag(m.delivered)) {
+        const [message] = await fetchMessagesByIds(tx, realm.id, [target]);
+        content = await reminderText(tx, services.config, imported, message!, note);
+        rendered = null;
+      }
+      const topic = address.type === 'stream' ? normalizeTopic(str(m.subject)) : '';
+      scheduled.push({
+        realm_id: realm.id,
+        sender_id: sender,
+        delivery_type: deliveryType,
+        type: address.type,
+        stream_id: address.streamId,
+        topic,
+        to_user_ids: JSON.stringify(address.type === 'private' ? address.to : []),
+        content,
+        rendered_content: rendered ?? renderMarkdown(content, renderCtx).html,
+        scheduled_timestamp: int(m.scheduled_timestamp) ?? now(),
+        request_timestamp: int(m.request_timestamp),
+        read_by_sender: flag(m.read_by_sender),
+        sending_client: clients.get(int(m.sending_client)) ?? 'import',
+        delivered: flag(m.delivered),
+        failed: flag(m.failed),
+        failure_message: typeof m.failure_message === 'string' ? m.failure_message : null,
+        delivered_message_id: mapMessage(m.delivered_message),
+        reminder_target_message_id: target,
+        reminder_note: note,
+      });
+    }
+    await insertImportedRows(tx, 'scheduled_messages', scheduled);
+    count('scheduled_messages', scheduled.length);
+    const snippets = rows(data.realm, 'zerver_savedsnippet').flatMap((x) => {
+      const user = mapUser(x.user_profile);
+      return user !== null ? [{ realm_id: realm.id, user_id: user, title: str(x.title), content: str(x.content), date_created: int(x.date_created) ?? now() }] : [];
+    });
+    await insertImportedRows(tx, 'saved_snippets', snippets);
+    count('saved_snippets', snippets.length);
+
     // Uploads: the attachment rows, their files and their messages.
     const uploads = data.files.uploads ?? { records: [], data: new Map() };
     const uploadByPath = new Map<string, Buffer>();
@@ -552,7 +654,7 @@ export async function doImportRealm(services: ActionServices, data: ZulipExport,
       if (!body || !m) continue;
       await insertStoredFile(tx, { path: storedPath.avatar(realm.id, `realm/${m[1]}`), realm_id: realm.id, content_type: str(r.content_type, 'image/png'), size: body.length, data: body, date_created: now() });
     }
-    for (const t of ['zerver_draft', 'zerver_scheduledmessage', 'zerver_submessage', 'zerver_savedsnippet', 'zerver_onboardingstep', 'zerver_realmauditlog']) {
+    for (const t of ['zerver_onboardingstep', 'zerver_realmauditlog']) {
       const n = rows(data.realm, t).length;
       if (n > 0) skipped.push(`${t}: ${n} row(s) (not imported)`);
     }
@@ -601,6 +703,31 @@ function remapEditHistory(text: string, users: Map<number, number>, streams: Map
     if (typeof entry.prev_rendered_content === 'string') entry.prev_rendered_content = remapRendered(entry.prev_rendered_content);
   }
   return JSON.stringify(parsed);
+}
+
+/**
+ * A poll's or to-do list's event with the user ID inside its key remapped: the web app keys a
+ * poll option added by a user "<user ID>,<index>" (votes name it) and a task "<index>,<user ID>"
+ * (strikes name it); "canned" marks the widget's own options and tasks.
+ */
+function remapWidgetKeys(content: string, users: Map<number, number>): string {
+  let event: unknown;
+  try {
+    event = JSON.parse(content);
+  } catch {
+    return content;
+  }
+  if (typeof event !== 'object' || event === null) return content;
+  const { type, key } = event as { type?: unknown; key?: unknown };
+  if (typeof key !== 'string') return content;
+  const pattern = type === 'vote' ? /^(\d+)(,\d+)$/ : type === 'strike' ? /^(\d+,)(\d+)$/ : null;
+  const m = pattern?.exec(key);
+  if (!m) return content;
+  const userPart = type === 'vote' ? m[1]! : m[2]!;
+  const mapped = users.get(Number(userPart));
+  if (mapped === undefined) return content;
+  const newKey = type === 'vote' ? `${mapped}${m[2]}` : `${m[1]}${mapped}`;
+  return content.replace(JSON.stringify(key), JSON.stringify(newKey));
 }
 
 /** The last move in an edit history (newest first), as Parley keeps it beside the history. */

@@ -122,6 +122,7 @@ export async function checkScheduleMessage(
       content: p.content,
       rendered_content: p.rendered.html,
       scheduled_timestamp: deliverAt,
+      request_timestamp: now(),
       // Zulip's legacy default: read for its sender when sent from a full client, unless to oneself.
       read_by_sender: (readBySender ?? (defaultReadBySender(req.client) && !toSelf)) ? 1 : 0,
       sending_client: req.client,
@@ -228,8 +229,8 @@ export async function doDeleteScheduledMessage(services: Services, sender: User,
 // ---------------------------------------------------------------------------------------------
 // Reminders.
 
-async function reminderText(services: Services, realm: Realm, message: Message, note: string | null): Promise<string> {
-  const db = services.db.kysely;
+/** The reminder's text for `message`, read through `db` (a transaction's, on import). */
+export async function reminderText(db: Tx, config: Services['config'], realm: Realm, message: Message, note: string | null): Promise<string> {
   // Users are deactivated, never deleted: a message's sender always exists.
   const [sender] = await fetchUsersByIds(db, realm.id, [message.sender_id]);
   const stream = message.stream_id !== null ? await fetchStreamById(db, realm.id, message.stream_id) : undefined;
@@ -242,7 +243,7 @@ async function reminderText(services: Services, realm: Realm, message: Message, 
       sender: sender!,
       stream: stream ? { id: stream.id, name: stream.name } : undefined,
       otherRecipients: otherUsers.sort((a, b) => a.id - b.id),
-      realmUrl: realmUrl(services.config, realm),
+      realmUrl: realmUrl(config, realm),
       emptyTopicDisplayName: realmSettings(realm).empty_topic_display_name,
     },
     note,
@@ -262,7 +263,7 @@ export async function checkCreateReminder(
   checkDeliveryTimeInFuture(deliverAt);
   const { message } = await accessMessage(services.db.kysely, realm, user, messageId);
   const cleanNote = note === undefined ? null : normalizeReminderNote(note) || null;
-  const content = await reminderText(services, realm, message, cleanNote);
+  const content = await reminderText(services.db.kysely, services.config, realm, message, cleanNote);
   // The reminder is a direct message to oneself: check that the user could send it.
   const p = await checkSendMessage(services, realm, user, { type: 'private', to: JSON.stringify([user.id]), topic: undefined, content, client });
   return {
@@ -278,6 +279,7 @@ export async function checkCreateReminder(
       content: p.content,
       rendered_content: p.rendered.html,
       scheduled_timestamp: deliverAt,
+      request_timestamp: now(),
       read_by_sender: 0,
       sending_client: client,
       reminder_target_message_id: message.id,
@@ -319,7 +321,7 @@ async function sendScheduledMessage(services: Services, row: ScheduledMessageRow
     let content = row.content;
     try {
       const { message } = await accessMessage(db, realm, sender, Number(row.reminder_target_message_id));
-      content = await reminderText(services, realm, message, row.reminder_note);
+      content = await reminderText(db, services.config, realm, message, row.reminder_note);
     } catch (e) {
       // No longer readable: the reminder keeps the text it was created with.
       if (!(e instanceof JsonableError)) throw e;

@@ -500,6 +500,8 @@ export interface ScheduledMessageTable {
   content: string;
   rendered_content: string;
   scheduled_timestamp: number;
+  /** When it was asked for (Unix seconds); null for rows older than migration 0230. */
+  request_timestamp: number | null;
   read_by_sender: Generated<Flag>;
   sending_client: Generated<string>;
   delivered: Generated<Flag>;

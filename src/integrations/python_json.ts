@@ -1,9 +1,10 @@
 /**
  * Python's `json.dumps(value, indent=2)` (ensure_ascii, separators "," and ": "), which
- * Zulip's generic JSON integration prints. JSON.parse keeps no distinction between 1 and
+ * Zulip's generic JSON integration prints; with `indent` null, `json.dumps(value)` (one line,
+ * separators ", " and ": "), as Zulip stores a widget's submessage. JSON.parse keeps no distinction between 1 and
  * 1.0, so a float with an integral value prints as an integer here (Python prints `1.0`).
  */
-export function pythonJsonDumps(value: unknown, indent = 2): string {
+export function pythonJsonDumps(value: unknown, indent: number | null = 2): string {
   return dump(value, indent, 0);
 }
 
@@ -35,12 +36,16 @@ function number(n: number): string {
   return String(n);
 }
 
-function dump(value: unknown, indent: number, level: number): string {
+function dump(value: unknown, indent: number | null, level: number): string {
   if (value === null || value === undefined) return 'null';
   if (value === true) return 'true';
   if (value === false) return 'false';
   if (typeof value === 'number') return number(value);
   if (typeof value === 'string') return quote(value);
+  if (indent === null) {
+    if (Array.isArray(value)) return '[' + value.map((v) => dump(v, null, 0)).join(', ') + ']';
+    return '{' + Object.entries(value as Record<string, unknown>).map(([k, v]) => quote(k) + ': ' + dump(v, null, 0)).join(', ') + '}';
+  }
   const inner = '\n' + ' '.repeat(indent * (level + 1));
   const outer = '\n' + ' '.repeat(indent * level);
   if (Array.isArray(value)) {

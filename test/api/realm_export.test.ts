@@ -136,6 +136,18 @@ forEachDatabase('data exports', (server) => {
     const withoutHamlet = ok(await othello.client.post('/messages', { type: 'direct', to: JSON.stringify([polonius.user.id]), content: 'othello to polonius' })).id;
     ok(await othello.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'public room' }] }));
     const publicOne = ok(await othello.client.post('/messages', { type: 'stream', to: 'public room', topic: 't', content: 'in public' })).id;
+    // Drafts, scheduled messages and saved snippets are private, as Zulip's consent export has them.
+    const later = Math.floor(Date.now() / 1000) + 3600;
+    for (const c of [hamlet, othello]) {
+      ok(await c.client.post('/drafts', { drafts: [{ type: 'private', to: [polonius.user.id], topic: '', content: `draft of ${c.user.full_name}` }] }));
+      ok(await c.client.post('/scheduled_messages', { type: 'direct', to: JSON.stringify([polonius.user.id]), content: `later from ${c.user.full_name}`, scheduled_delivery_timestamp: later }));
+      ok(await c.client.post('/saved_snippets', { title: 'Mine', content: `snippet of ${c.user.full_name}` }));
+    }
+    const privateTables = (d: Awaited<ReturnType<typeof download>>) => ({
+      drafts: d.realm.zerver_draft!.map((x) => [x.user_profile, x.content]),
+      scheduled: d.realm.zerver_scheduledmessage!.map((x) => [x.sender, x.content, x.delivery_type, x.delivered, x.failed]),
+      snippets: d.realm.zerver_savedsnippet!.map((x) => [x.user_profile, x.content]),
+    });
 
     const watch = watchExports(s);
     const res = ok(await owner.client.post('/export/realm', { export_type: 'full_with_consent' }));
@@ -148,12 +160,23 @@ forEachDatabase('data exports', (server) => {
     // Othello's flags travel only for public messages; Hamlet's for everything exported.
     const receipt = (user: number, message: number) => data.userMessages.some((um) => um.user_profile === user && um.message === message);
     assert.ok(receipt(hamlet.user.id, withHamlet) && !receipt(othello.user.id, withHamlet) && receipt(othello.user.id, publicOne));
+    assert.deepEqual(privateTables(data), {
+      drafts: [[hamlet.user.id, 'draft of King Hamlet']],
+      scheduled: [[hamlet.user.id, 'later from King Hamlet', 1, false, false]],
+      snippets: [[hamlet.user.id, 'snippet of King Hamlet']],
+    });
+    // Hamlet's draft and scheduled message name their recipient as Zulip does: Polonius's.
+    const poloniusRecipient = data.realm.zerver_recipient!.find((r) => r.type === 1 && r.type_id === polonius.user.id)!.id;
+    assert.equal(data.realm.zerver_draft![0]!.recipient, poloniusRecipient);
+    assert.equal(data.realm.zerver_scheduledmessage![0]!.recipient, poloniusRecipient);
 
     const pub = ok(await owner.client.post('/export/realm', {}));
     const pubRow = ((await watch.done(pub.id)).event.exports as any[]).find((x) => x.id === pub.id);
     watch.stop();
-    const pubIds = new Set((await download(s, pubRow.export_url)).messages.map((m) => m.id));
+    const pubData = await download(s, pubRow.export_url);
+    const pubIds = new Set(pubData.messages.map((m) => m.id));
     assert.ok(pubIds.has(publicOne) && !pubIds.has(withHamlet) && !pubIds.has(withoutHamlet));
+    assert.deepEqual(privateTables(pubData), { drafts: [], scheduled: [], snippets: [] });
   });
 
   test('exports survive a restart: queued and abandoned ones are written by the next server; at most 5 a week', async () => {

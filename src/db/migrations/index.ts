@@ -34,6 +34,7 @@ import * as m0191 from './0191_outgoing_webhook_queue.js';
 import * as m0200 from './0200_notification_queue.js';
 import * as m0210 from './0210_client_devices_push_key.js';
 import * as m0211 from './0211_digest_emails.js';
+import * as m0230 from './0230_scheduled_message_request_time.js';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -78,4 +79,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0200_notification_queue': m0200,
   '0210_client_devices_push_key': m0210,
   '0211_digest_emails': m0211,
+  '0230_scheduled_message_request_time': m0230,
 };

@@ -14,6 +14,15 @@ export interface ReactionRow {
   reaction_type: string;
 }
 
+/** Zulip's SubMessage as message dicts list it (a poll's or to-do list's widget and events). */
+export interface SubmessageRow {
+  id: number;
+  message_id: number;
+  sender_id: number;
+  msg_type: string;
+  content: string;
+}
+
 /**
  * Every column of the Message type, for reads: `SELECT *` would also bring PostgreSQL's
  * search_tsvector (migration 0101), a few hundred bytes per message that nothing reads. A
@@ -92,6 +101,18 @@ export async function fetchReactions(db: Tx, messageIds: readonly number[]): Pro
     .where('message_id', 'in', [...messageIds])
     .orderBy('id')
     .execute();
+}
+
+/** Submessages of these messages, oldest first (Zulip's SubMessage.get_raw_db_rows). */
+export async function fetchSubmessages(db: Tx, messageIds: readonly number[]): Promise<SubmessageRow[]> {
+  if (messageIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('submessages')
+    .select(['id', 'message_id', 'sender_id', 'msg_type', 'content'])
+    .where('message_id', 'in', [...messageIds])
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({ ...r, id: Number(r.id), message_id: Number(r.message_id), sender_id: Number(r.sender_id) }));
 }
 
 /** The user fields message dicts need (senders and direct-message participants). */

@@ -2,7 +2,7 @@ import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Dialect, Tx } from '../index.js';
 import type { Message } from '../tables.js';
 import { searchCondition, wordsDriver, type WordsDriver } from './search.js';
-import { MESSAGE_COLUMNS, type ReactionRow } from './messages.js';
+import { MESSAGE_COLUMNS, type ReactionRow, type SubmessageRow } from './messages.js';
 import type { NarrowCondition, ResolvedNarrow } from '../../lib/narrow/conditions.js';
 import { FLAG_BITS } from '../../lib/message_flags.js';
 import { RESOLVED_TOPIC_PREFIX } from '../../lib/narrow/terms.js';
@@ -28,7 +28,7 @@ export interface NarrowReader {
  * A message row with the reader's flag bits (null when they have no row: historical) and its
  * reactions, oldest first.
  */
-export type NarrowRow = Message & { um_flags: number | null; reactions: ReactionRow[] };
+export type NarrowRow = Message & { um_flags: number | null; reactions: ReactionRow[]; submessages: SubmessageRow[] };
 
 function flagTest(mask: number, set: boolean): RawBuilder<SqlBool> {
   return set ? sql<SqlBool>`(um.flags & ${sql.lit(mask)}) <> 0` : sql<SqlBool>`(um.flags & ${sql.lit(mask)}) = 0`;
@@ -163,6 +163,18 @@ function reactionsColumn(dialect: Dialect): RawBuilder<string | null> {
     : sql<string | null>`(SELECT json_group_array(json_array(r.emoji_name, r.emoji_code, r.reaction_type, r.user_id) ORDER BY r.id) FROM reactions r WHERE r.message_id = m.id)`;
 }
 
+/** Each row's submessages as a JSON array of [id, sender_id, msg_type, content], oldest first: read with the rows, as reactions. */
+function submessagesColumn(dialect: Dialect): RawBuilder<string | null> {
+  return dialect === 'postgres'
+    ? sql<string | null>`(SELECT json_agg(json_build_array(s.id, s.sender_id, s.msg_type, s.content) ORDER BY s.id)::text FROM submessages s WHERE s.message_id = m.id)`
+    : sql<string | null>`(SELECT json_group_array(json_array(s.id, s.sender_id, s.msg_type, s.content) ORDER BY s.id) FROM submessages s WHERE s.message_id = m.id)`;
+}
+
+function parseSubmessages(messageId: number, json: string | null): SubmessageRow[] {
+  if (json === null || json === '[]') return [];
+  return (JSON.parse(json) as [number, number, string, string][]).map(([id, sender_id, msg_type, content]) => ({ id: Number(id), message_id: messageId, sender_id: Number(sender_id), msg_type, content }));
+}
+
 function parseReactions(messageId: number, json: string | null): ReactionRow[] {
   if (json === null || json === '[]') return [];
   return (JSON.parse(json) as [string, string, string, number][]).map(([emoji_name, emoji_code, reaction_type, user_id]) => ({
@@ -183,8 +195,8 @@ async function selectRows(
   limit: number | null,
 ): Promise<NarrowRow[]> {
   const limitSql = limit === null ? sql`` : sql`LIMIT ${sql.lit(limit)}`;
-  const { rows } = await sql<Message & { um_flags: number | null; reactions: string | null }>`SELECT ${messageColumns}, um.flags AS um_flags, ${reactionsColumn(reader.dialect)} AS reactions ${fromClause(reader, plan)} ${whereClause(reader, plan, q)} ORDER BY ${plan.id} ${sql.raw(order)} ${limitSql}`.execute(db);
-  return rows.map((r) => ({ ...r, um_flags: r.um_flags === null ? null : Number(r.um_flags), reactions: parseReactions(r.id, r.reactions) }));
+  const { rows } = await sql<Message & { um_flags: number | null; reactions: string | null; submessages: string | null }>`SELECT ${messageColumns}, um.flags AS um_flags, ${reactionsColumn(reader.dialect)} AS reactions, ${submessagesColumn(reader.dialect)} AS submessages ${fromClause(reader, plan)} ${whereClause(reader, plan, q)} ORDER BY ${plan.id} ${sql.raw(order)} ${limitSql}`.execute(db);
+  return rows.map((r) => ({ ...r, um_flags: r.um_flags === null ? null : Number(r.um_flags), reactions: parseReactions(r.id, r.reactions), submessages: parseSubmessages(r.id, r.submessages) }));
 }
 
 const baseOf = (narrow: ResolvedNarrow): Base => (narrow.includeHistory ? 'history' : 'user');

@@ -43,6 +43,10 @@ export interface RealmDump {
   attachments: Row<'attachments'>[];
   attachmentMessages: Row<'attachment_messages'>[];
   botServices: Row<'bot_services'>[];
+  drafts: Row<'drafts'>[];
+  /** Scheduled messages and reminders, delivered and failed ones included. */
+  scheduledMessages: Row<'scheduled_messages'>[];
+  savedSnippets: Row<'saved_snippets'>[];
 }
 
 export async function fetchRealmDump(db: Tx, realmId: number): Promise<RealmDump> {
@@ -83,6 +87,11 @@ export async function fetchRealmDump(db: Tx, realmId: number): Promise<RealmDump
     attachments,
     attachmentMessages: numeric(attachmentIds.length ? await db.selectFrom('attachment_messages').selectAll().where('attachment_id', 'in', attachmentIds).execute() : [], ['attachment_id', 'message_id']),
     botServices: numeric(await db.selectFrom('bot_services').selectAll().where('realm_id', '=', realmId).orderBy('id').execute(), ['id', 'user_id']),
+    drafts: numeric(userIds.length ? await db.selectFrom('drafts').selectAll().where('user_id', 'in', userIds).orderBy('id').execute() : [], ['id', 'user_id', 'last_edit_time']),
+    scheduledMessages: numeric(await db.selectFrom('scheduled_messages').selectAll().where('realm_id', '=', realmId).orderBy('id').execute(), [
+      'id', 'realm_id', 'sender_id', 'stream_id', 'scheduled_timestamp', 'request_timestamp', 'delivered_message_id', 'reminder_target_message_id', 'claimed_until',
+    ]),
+    savedSnippets: numeric(await db.selectFrom('saved_snippets').selectAll().where('realm_id', '=', realmId).orderBy('id').execute(), ['id', 'realm_id', 'user_id', 'date_created']),
   };
 }
 
@@ -102,6 +111,13 @@ export async function fetchReactionsFor(db: Tx, messageIds: readonly number[]): 
   if (messageIds.length === 0) return [];
   const rows = await db.selectFrom('reactions').selectAll().where('message_id', 'in', [...messageIds]).orderBy('id').execute();
   return numeric(rows, ['id', 'message_id', 'user_id']);
+}
+
+/** Submessages (poll and to-do list widgets and their events) of these messages, oldest first. */
+export async function fetchSubmessagesFor(db: Tx, messageIds: readonly number[]): Promise<Row<'submessages'>[]> {
+  if (messageIds.length === 0) return [];
+  const rows = await db.selectFrom('submessages').selectAll().where('message_id', 'in', [...messageIds]).orderBy('id').execute();
+  return numeric(rows, ['id', 'message_id', 'sender_id']);
 }
 
 /** The stored files under `prefix` ("uploads/<realm id>/", "emoji/<realm id>/", "avatars/<realm id>/": no LIKE wildcards), one at a time. */

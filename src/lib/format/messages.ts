@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Tx } from '../../db/index.js';
 import type { Message, Realm } from '../../db/tables.js';
-import { fetchReactions, type MessageUserRow, type ReactionRow } from '../../db/repos/messages.js';
+import { fetchReactions, fetchSubmessages, type MessageUserRow, type ReactionRow, type SubmessageRow } from '../../db/repos/messages.js';
 import { fetchRealmStreams } from '../../db/repos/streams.js';
 import { fetchRealmUsers } from '../../db/repos/users.js';
 import { fetchLinkifiersCached } from '../../db/cached.js';
@@ -43,7 +43,7 @@ export interface MessageDict {
   stream_id?: number;
   subject: string;
   topic_links: { text: string; url: string }[];
-  submessages: unknown[];
+  submessages: SubmessageDict[];
   timestamp: number;
   type: 'stream' | 'private';
   is_me_message: boolean;
@@ -52,6 +52,15 @@ export interface MessageDict {
   last_edit_timestamp?: number;
   last_moved_timestamp?: number;
   edit_history?: EditHistoryEntry[];
+}
+
+/** A message dict's submessage (zulip.yaml's MessagesBase.submessages). */
+export interface SubmessageDict {
+  msg_type: string;
+  content: string;
+  message_id: number;
+  sender_id: number;
+  id: number;
 }
 
 export interface MessageDictOptions {
@@ -76,6 +85,7 @@ export interface MessageRelations {
   users: Map<number, MessageUserRow>;
   streamNames: Map<number, string>;
   reactions: ReadonlyMap<number, readonly ReactionRow[]>;
+  submessages: ReadonlyMap<number, readonly SubmessageRow[]>;
   /** The realm's linkifiers, for topic_links. */
   linkifiers: readonly Linkifier[];
 }
@@ -160,7 +170,7 @@ export function formatMessage(row: Message, rel: MessageRelations, opts: Message
     recipient_id: recipientIdFor(row),
     subject: topic,
     topic_links: isStream && rel.linkifiers.length ? topicLinks(row.topic, rel.linkifiers) : [],
-    submessages: [],
+    submessages: (rel.submessages.get(row.id) ?? []).map((x) => ({ msg_type: x.msg_type, content: x.content, message_id: x.message_id, sender_id: x.sender_id, id: x.id })),
     timestamp: row.date_sent,
     type: isStream ? 'stream' : 'private',
     is_me_message: isMeMessage(row.content),
@@ -194,13 +204,13 @@ function findById<T extends { id: number }>(rows: readonly T[], id: number): T |
   return undefined;
 }
 
-/** A message row, with its reactions when the query that read it brought them along. */
-export type MessageRow = Message & { reactions?: readonly ReactionRow[] };
+/** A message row, with its reactions and submessages when the query that read it brought them along. */
+export type MessageRow = Message & { reactions?: readonly ReactionRow[]; submessages?: readonly SubmessageRow[] };
 
 /**
  * Loads what formatting `rows` needs: the realm's users, channels and linkifiers from the
  * read cache (db/cache.ts; inside a transaction they are read whole), and unless every row
- * carries its reactions, the reactions in one query, however many messages there are.
+ * carries its reactions and submessages, those in one query each, however many messages there are.
  */
 export async function fetchMessageRelations(
   db: Tx,
@@ -215,11 +225,12 @@ export async function fetchMessageRelations(
     if (r.type === 'stream') streamIds.add(r.stream_id ?? 0);
     else for (const id of dmParticipantIds(r.dm_key)) userIds.add(id);
   }
-  const preloaded = rows.every((r) => r.reactions !== undefined);
-  const [realmUsers, channels, reactionRows, linkifiers] = await Promise.all([
+  const preloaded = rows.every((r) => r.reactions !== undefined && r.submessages !== undefined);
+  const [realmUsers, channels, reactionRows, submessageRows, linkifiers] = await Promise.all([
     userIds.size ? fetchRealmUsers(db, realm.id) : [],
     streamIds.size ? fetchRealmStreams(db, realm.id, true) : [],
     preloaded ? [] : fetchReactions(db, rows.map((r) => r.id)),
+    preloaded ? [] : fetchSubmessages(db, rows.map((r) => r.id)),
     streamIds.size ? fetchLinkifiersCached(db, realm.id) : [],
   ]);
   const users = new Map<number, MessageUserRow>();
@@ -232,14 +243,20 @@ export async function fetchMessageRelations(
     const c = findById(channels, id);
     if (c) streamNames.set(id, c.name);
   }
-  if (preloaded) return { realm, realmUrl, users, streamNames, reactions: new Map(rows.map((r) => [r.id, r.reactions!])), linkifiers };
-  const reactions = new Map<number, ReactionRow[]>();
-  for (const r of reactionRows) {
-    const list = reactions.get(r.message_id);
-    if (list) list.push(r);
-    else reactions.set(r.message_id, [r]);
+  if (preloaded) {
+    return { realm, realmUrl, users, streamNames, reactions: new Map(rows.map((r) => [r.id, r.reactions!])), submessages: new Map(rows.map((r) => [r.id, r.submessages!])), linkifiers };
   }
-  return { realm, realmUrl, users, streamNames, reactions, linkifiers };
+  return { realm, realmUrl, users, streamNames, reactions: byMessage(reactionRows), submessages: byMessage(submessageRows), linkifiers };
+}
+
+function byMessage<T extends { message_id: number }>(rows: readonly T[]): Map<number, T[]> {
+  const out = new Map<number, T[]>();
+  for (const r of rows) {
+    const list = out.get(r.message_id);
+    if (list) list.push(r);
+    else out.set(r.message_id, [r]);
+  }
+  return out;
 }
 
 /**

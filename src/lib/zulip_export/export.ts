@@ -1,12 +1,12 @@
 import type { Tx } from '../../db/index.js';
-import { fetchRealmDump, fetchRealmMessageBatch, fetchReactionsFor, fetchUserMessagesFor, streamStoredFiles } from '../../db/repos/realm_dump.js';
+import { fetchRealmDump, fetchRealmMessageBatch, fetchReactionsFor, fetchSubmessagesFor, fetchUserMessagesFor, streamStoredFiles } from '../../db/repos/realm_dump.js';
 import { fetchStoredFile } from '../../db/repos/stored_files.js';
 import type { GroupSettingValue } from '../group_settings.js';
 import { realmSettings, REALM_GROUP_SETTING_NAMES } from '../realm_settings.js';
 import { userSettings } from '../user_settings.js';
 import { uploadedAvatarHash } from '../avatar.js';
 import { storedPath } from '../uploads.js';
-import { dmParticipantIds } from '../format/messages.js';
+import { dmKeyFor, dmParticipantIds } from '../format/messages.js';
 import type { Rec, ZulipExport } from './archive.js';
 import { toZulipFlagsMask } from './flags.js';
 
@@ -24,10 +24,12 @@ const MESSAGE_BATCH = 1000;
 /**
  * Builds the organization's data export in Zulip's format (zerver/lib/export.py), with
  * Parley's own IDs as the export's IDs (each table's are unique). What it holds, by type:
- * - public: every table of realm.json, and only the messages of public channels;
+ * - public: every table of realm.json, and only the messages of public channels; no drafts,
+ *   scheduled messages or saved snippets;
  * - full_with_consent: also the private channels' and direct messages that a consenting user
  *   (allow_private_data_export) sent or received, and only consenting users' message flags
- *   outside public channels, alert words, muted users and topic settings;
+ *   outside public channels, alert words, muted users, topic settings, drafts, scheduled
+ *   messages and saved snippets;
  * - full_without_consent (and the server administrator's `parley export`): everything.
  * Passwords and API keys are never exported: an import gives new ones.
  */
@@ -192,7 +194,7 @@ export async function buildZulipExport(db: Tx, realmId: number, type: ExportType
     creator: g.creator_id,
   }));
 
-  // Messages, their flags and reactions, a batch at a time.
+  // Messages, their flags, reactions and submessages, a batch at a time.
   const publicStream = new Set(dump.streams.filter((s) => !s.invite_only).map((s) => s.id));
   const clients = new Map<string, number>();
   const clientId = (name: string): number => {
@@ -203,6 +205,7 @@ export async function buildZulipExport(db: Tx, realmId: number, type: ExportType
   const messages: Rec[] = [];
   const userMessages: Rec[] = [];
   const reactions: Rec[] = [];
+  const submessages: Rec[] = [];
   const exported = new Set<number>();
   for (let after = 0; ; ) {
     const batch = await fetchRealmMessageBatch(db, realmId, after, MESSAGE_BATCH);
@@ -249,7 +252,46 @@ export async function buildZulipExport(db: Tx, realmId: number, type: ExportType
     for (const x of await fetchReactionsFor(db, kept)) {
       reactions.push({ id: x.id, user_profile: x.user_id, message: x.message_id, emoji_name: x.emoji_name, emoji_code: x.emoji_code, reaction_type: x.reaction_type });
     }
+    for (const x of await fetchSubmessagesFor(db, kept)) {
+      submessages.push({ id: x.id, message: x.message_id, sender: x.sender_id, msg_type: x.msg_type, content: x.content });
+    }
   }
+
+  // A draft's or scheduled message's recipient, as Zulip stores it: a channel's, the other
+  // participant's (or the sender's own, for a note to self), or a direct-message group's.
+  const recipientOf = (senderId: number, type: string, streamId: number | null, to: string): number | null => {
+    if (type === 'stream') return streamId === null ? null : (streamRecipient.get(streamId) ?? null);
+    if (type !== 'private') return null;
+    return dmRecipient(senderId, dmKeyFor([senderId, ...(JSON.parse(to) as number[])]));
+  };
+  const drafts: Rec[] = dump.drafts.filter((d) => privateOk(d.user_id)).map((d) => ({
+    id: d.id, user_profile: d.user_id, recipient: recipientOf(d.user_id, d.type, d.type === 'stream' ? (JSON.parse(d.to) as number[])[0]! : null, d.to),
+    topic: d.topic, content: d.content, last_edit_time: d.last_edit_time,
+  }));
+  const scheduledMessages: Rec[] = dump.scheduledMessages.filter((m) => privateOk(m.sender_id)).map((m) => ({
+    id: m.id,
+    sender: m.sender_id,
+    recipient: recipientOf(m.sender_id, m.type, m.stream_id, m.to_user_ids),
+    subject: m.topic,
+    content: m.content,
+    rendered_content: m.rendered_content,
+    sending_client: clientId(m.sending_client),
+    stream: m.stream_id,
+    realm: realmId,
+    scheduled_timestamp: m.scheduled_timestamp,
+    // Rows from before Parley recorded it; Zulip's column may not be empty.
+    request_timestamp: m.request_timestamp ?? m.scheduled_timestamp,
+    read_by_sender: bool(m.read_by_sender),
+    delivered: bool(m.delivered),
+    delivered_message: m.delivered_message_id !== null && exported.has(m.delivered_message_id) ? m.delivered_message_id : null,
+    // Zulip's rule: the content links an upload of this organization.
+    has_attachment: m.content.includes(`/user_uploads/${realmId}/`),
+    failed: bool(m.failed),
+    failure_message: m.failure_message,
+    delivery_type: m.delivery_type,
+    reminder_target_message: m.reminder_target_message_id !== null && exported.has(m.reminder_target_message_id) ? m.reminder_target_message_id : null,
+    reminder_note: m.reminder_note,
+  }));
   subscriptions.forEach((s, i) => (s.id = i + 1));
 
   const realm: Record<string, Rec[]> = {
@@ -266,6 +308,10 @@ export async function buildZulipExport(db: Tx, realmId: number, type: ExportType
     zerver_usergroupmembership: groupMemberships.map((m, i) => ({ id: i + 1, ...m })),
     zerver_groupgroupmembership: groupGroupMemberships.map((m, i) => ({ id: i + 1, ...m })),
     zerver_reaction: reactions,
+    zerver_submessage: submessages,
+    zerver_draft: drafts,
+    zerver_scheduledmessage: scheduledMessages,
+    zerver_savedsnippet: dump.savedSnippets.filter((x) => privateOk(x.user_id)).map((x) => ({ id: x.id, realm: realmId, user_profile: x.user_id, title: x.title, content: x.content, date_created: x.date_created })),
     zerver_client: [...clients].map(([name, id]) => ({ id, name })),
     zerver_defaultstream: dump.defaultStreams.map((d, i) => ({ id: i + 1, realm: realmId, stream: d.stream_id })),
     zerver_realmdomain: dump.realmDomains.map((d) => ({ id: d.id, realm: realmId, domain: d.domain, allow_subdomains: bool(d.allow_subdomains) })),
