@@ -682,4 +682,24 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     assert.equal(realm.realm_send_channel_events_messages, false);
     await context.close();
   });
+
+  test('in an organization with no channels the invitation form says so, links to creating one, and lists the first one live', async () => {
+    const empty = await startServer('sqlite');
+    try {
+      assert.deepEqual(ok(await empty.cast.owner.client.get('/streams')).streams, []);
+      const { page, context } = await loggedIn(browser, empty.url, empty.cast.owner.user.email, PASSWORD, '#organization/invites-list');
+      const channels = page.getByRole('group', { name: 'Channels they should join' });
+      await channels.getByText('There are no channels to add them to yet.').waitFor();
+      assert.equal(await channels.getByRole('checkbox').count(), 0);
+      await channels.getByRole('link', { name: 'Create a channel' }).click();
+      await page.getByRole('form', { name: 'Create channel' }).waitFor();
+      await page.goBack();
+      ok(await empty.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'lobby' }] }));
+      await channels.getByRole('checkbox', { name: '#lobby' }).waitFor();
+      assert.equal(await channels.getByText('There are no channels to add them to yet.').count(), 0);
+      await context.close();
+    } finally {
+      await empty.close();
+    }
+  });
 });

@@ -630,6 +630,7 @@ function InviteForm({ s, canEmail, canLink }: { s: State; canEmail: boolean; can
   const ids = { emails: useId('ie'), role: useId('ir'), exp: useId('ix'), welcome: useId('iw') };
   const roles = ROLE_NAMES.filter(([r]) => (r === ROLE.OWNER ? isOwner(s) : r === ROLE.ADMIN ? isAdmin(s) : true));
   const namedGroups = (s.reg.realm_user_groups ?? []).filter((g: any) => !g.is_system_group && !g.deactivated);
+  const canCreateChannels = realmAllows(s, 'can_create_public_channel_group') || realmAllows(s, 'can_create_private_channel_group');
   const params = () => ({
     invite_as: role,
     invite_expires_in_minutes: expiry === 'never' ? null : Number(expiry),
@@ -686,11 +687,23 @@ function InviteForm({ s, canEmail, canLink }: { s: State; canEmail: boolean; can
       </select>
       <fieldset class="grid-wide picker-list">
         <legend>Channels they should join</legend>
-        {[...s.subs.values()].map((c) => (
-          <label class="checkbox">
-            <input type="checkbox" checked={channels.has(c.stream_id)} onChange={(e) => toggle(channels, c.stream_id, e.currentTarget.checked, setChannels)} />#{c.name}
-          </label>
-        ))}
+        {s.subs.size === 0 ? (
+          <p class="muted picker-empty">
+            There are no channels to add them to yet.
+            {canCreateChannels && (
+              <>
+                {' '}
+                <a href="#channels/new">Create a channel</a>
+              </>
+            )}
+          </p>
+        ) : (
+          [...s.subs.values()].map((c) => (
+            <label class="checkbox">
+              <input type="checkbox" checked={channels.has(c.stream_id)} onChange={(e) => toggle(channels, c.stream_id, e.currentTarget.checked, setChannels)} />#{c.name}
+            </label>
+          ))
+        )}
       </fieldset>
       {namedGroups.length > 0 && (
         <fieldset class="grid-wide picker-list">
