@@ -682,4 +682,66 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
     assert.equal(realm.realm_send_channel_events_messages, false);
     await context.close();
   });
+
+  test('in an organization with no channels the invitation form says so, links to creating one, and lists the first one live', async () => {
+    const empty = await startServer('sqlite');
+    try {
+      assert.deepEqual(ok(await empty.cast.owner.client.get('/streams')).streams, []);
+      const { page, context } = await loggedIn(browser, empty.url, empty.cast.owner.user.email, PASSWORD, '#organization/invites-list');
+      const channels = page.getByRole('group', { name: 'Channels they should join' });
+      await channels.getByText('There are no channels to add them to yet.').waitFor();
+      assert.equal(await channels.getByRole('checkbox').count(), 0);
+      await channels.getByRole('link', { name: 'Create a channel' }).click();
+      await page.getByRole('form', { name: 'Create channel' }).waitFor();
+      await page.goBack();
+      ok(await empty.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'lobby' }] }));
+      await channels.getByRole('checkbox', { name: '#lobby' }).waitFor();
+      assert.equal(await channels.getByText('There are no channels to add them to yet.').count(), 0);
+      await context.close();
+    } finally {
+      await empty.close();
+    }
+  });
+
+  test('an administrator renames and describes a channel folder and reorders folders by keyboard', async () => {
+    const ids: Record<string, number> = {};
+    for (const name of ['Alpha team', 'Beta team', 'Gamma team']) ids[name] = ok(await s.cast.admin.client.post('/channel_folders/create', { name, description: '' })).channel_folder_id;
+    const mine = async () => (ok(await s.cast.admin.client.get('/channel_folders', { include_archived: true })).channel_folders as { id: number; name: string; description: string }[]).filter((f) => Object.values(ids).includes(f.id));
+    const { page, context } = await loggedIn(browser, s.url, s.cast.admin.user.email, PASSWORD, '#organization/organization-settings');
+    const list = page.getByRole('dialog', { name: 'Settings' }).getByRole('list', { name: 'Channel folders' });
+    // The order the list shows these three folders in, once it is `want`.
+    const shownOrder = async (want: string[]) => {
+      const names = async () => (await list.getByRole('listitem').allTextContents()).map((text) => ['Alpha team', 'Beta squad', 'Gamma team'].find((n) => text.includes(n))).filter(Boolean);
+      for (let i = 0; i < 100 && JSON.stringify(await names()) !== JSON.stringify(want); i++) await page.waitForTimeout(100);
+      assert.deepEqual(await names(), want);
+    };
+
+    // Name and description, in place; the name field has the focus, then Edit again.
+    await list.getByRole('button', { name: 'Edit channel folder Beta team' }).click();
+    const form = list.getByRole('form', { name: 'Edit channel folder Beta team' });
+    assert.equal(await form.getByLabel('Name').evaluate((el) => el === document.activeElement), true);
+    await form.getByLabel('Name').fill('Beta squad');
+    await form.getByLabel('Description').fill('Testing **before** release');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await list.getByText('Testing **before** release').waitFor();
+    const edit = list.getByRole('button', { name: 'Edit channel folder Beta squad' });
+    await page.waitForFunction((el) => el === document.activeElement, await edit.elementHandle());
+    assert.deepEqual((await mine()).map((f) => [f.name, f.description]), [['Alpha team', ''], ['Beta squad', 'Testing **before** release'], ['Gamma team', '']]);
+
+    // Enter on "up" twice: the button keeps the focus as the folder moves.
+    const up = list.getByRole('button', { name: 'Move channel folder Gamma team up' });
+    await up.focus();
+    await page.keyboard.press('Enter');
+    await shownOrder(['Alpha team', 'Gamma team', 'Beta squad']);
+    await page.waitForFunction((el) => el === document.activeElement, await up.elementHandle());
+    await page.keyboard.press('Enter');
+    await shownOrder(['Gamma team', 'Alpha team', 'Beta squad']);
+    // At the top of the list (when no other folder is above) "up" is disabled: "down" has the focus.
+    const focused = (await up.isDisabled()) ? list.getByRole('button', { name: 'Move channel folder Gamma team down' }) : up;
+    await page.waitForFunction((el) => el === document.activeElement, await focused.elementHandle());
+    await list.getByRole('button', { name: 'Move channel folder Alpha team down' }).click();
+    await shownOrder(['Gamma team', 'Beta squad', 'Alpha team']);
+    assert.deepEqual((await mine()).map((f) => f.name), ['Gamma team', 'Beta squad', 'Alpha team']);
+    await context.close();
+  });
 });

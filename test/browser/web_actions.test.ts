@@ -97,6 +97,49 @@ describe('web app in Chromium: actions and views', { skip: chromiumMissing }, ()
     await othello.context.close();
   });
 
+  test('the move dialog\'s notices: none when "new topic" is unticked, the old topic\'s when ticked, the choice remembered', async () => {
+    const id = await send(general, 'crates', 'First crate');
+    await send(general, 'crates', 'Second crate');
+    const topic = async (name: string): Promise<[string, string][]> => {
+      const narrow = [{ operator: 'channel', operand: general }, { operator: 'topic', operand: name }];
+      const r = ok(await s.cast.hamlet.client.get('/messages', { narrow, anchor: 'newest', num_before: 20, num_after: 0, apply_markdown: false }));
+      return (r.messages as { sender_full_name: string; content: string }[]).map((m) => [m.sender_full_name, m.content]);
+    };
+    const { context, page } = await loggedIn(browser, s.url, s.cast.hamlet.user.email, PASSWORD, `#narrow/channel/${general}-general/topic/crates`);
+    const move = async (to: string, ticks: { newTopic: boolean; oldTopic: boolean }, shown: { newTopic: boolean; oldTopic: boolean }) => {
+      const article = page.getByRole('article').filter({ hasText: 'First crate' });
+      await article.hover();
+      await article.getByRole('button', { name: 'Message actions' }).click();
+      await page.getByRole('menuitem', { name: 'Move message' }).click();
+      const newTopic = page.getByRole('checkbox', { name: 'Send automated notice to new topic' });
+      const oldTopic = page.getByRole('checkbox', { name: 'Send automated notice to old topic' });
+      assert.equal(await newTopic.isChecked(), shown.newTopic);
+      assert.equal(await oldTopic.isChecked(), shown.oldTopic);
+      await newTopic.setChecked(ticks.newTopic);
+      await oldTopic.setChecked(ticks.oldTopic);
+      await page.getByRole('combobox', { name: 'Move', exact: true }).selectOption('change_one');
+      await page.getByRole('textbox', { name: 'Edit topic' }).fill(to);
+      const patched = page.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().endsWith(`/json/messages/${id}`));
+      await page.getByRole('button', { name: 'Save' }).click();
+      assert.equal((await patched).status(), 200);
+    };
+
+    // Zulip's defaults: a notice to the new topic, none to the old. Unticked, there is none at all.
+    await move('crates moved', { newTopic: false, oldTopic: false }, { newTopic: true, oldTopic: false });
+    assert.deepEqual(await topic('crates moved'), [['King Hamlet', 'First crate']]);
+    assert.deepEqual(await topic('crates'), [['King Hamlet', 'Second crate']]);
+
+    // The dialog remembers that choice; ticking "old topic" posts its notice there only.
+    await page.goto(`${s.url}/#narrow/channel/${general}-general/topic/crates%20moved`);
+    await move('crates again', { newTopic: false, oldTopic: true }, { newTopic: false, oldTopic: false });
+    const by = `@_**King Hamlet|${s.cast.hamlet.user.id}**`;
+    assert.deepEqual(await topic('crates again'), [['King Hamlet', 'First crate']]);
+    assert.deepEqual(await topic('crates moved'), [['Notification Bot', `This topic was moved to #**general>crates again** by ${by}.`]]);
+    // The notice shows in the topic view the person is reading.
+    await page.getByRole('article').filter({ hasText: 'This topic was moved to' }).waitFor();
+    await context.close();
+  });
+
   test('search results show the server highlights in content and topic', async () => {
     await send(general, 'pomegranate season', 'The pomegranate trees are full');
     const { context, page } = await loggedIn(browser, s.url, s.cast.othello.user.email, PASSWORD, '#narrow/search/pomegranate');

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api/client';
 import type { State } from '../state/store';
 import { Avatar } from '../ui/Avatar';
@@ -7,6 +7,7 @@ import {
   ADMIN_ONLY,
   Checkbox,
   errorText,
+  FormActions,
   GroupSettingSelect,
   isAdmin,
   isOwner,
@@ -298,7 +299,7 @@ export function OrganizationSettings({ s }: { s: State }) {
         <DefaultChannels s={s} />
       </Subsection>
       <AuthenticationMethods s={s} />
-      <ChannelFolders s={s} />
+      <ChannelFolders s={s} reason={reason} />
     </Section>
   );
 }
@@ -327,24 +328,79 @@ interface ChannelFolder {
   is_archived: boolean;
 }
 
-/** The organization's channel folders (GET /channel_folders), fetched again on channel_folder events. */
+/**
+ * The organization's channel folders (GET /channel_folders, archived ones too, in their
+ * order), fetched again on channel_folder events. Administrators create, rename, describe,
+ * reorder and archive them (each of those endpoints is x-requires-administrator).
+ */
 function ChannelFolders({ s, reason }: { s: State; reason?: string }) {
   const { data } = useFetched(s, ['channel_folder'], () => api('GET', '/channel_folders', { include_archived: true }).then((r) => r.channel_folders as ChannelFolder[]));
   const saver = useSaver();
+  const [editing, setEditing] = useState<number | null>(null);
+  // A keyboard keeps its place: after a move, once the list shows the new order, the button
+  // pressed has the focus again (its pair at an end of the list); after an edit, its Edit button.
+  const [focus, setFocus] = useState<{ id: string; order: string } | null>(null);
+  const folders = data ?? [];
+  const order = folders.map((f) => f.id).join();
+  useEffect(() => {
+    if (!focus || order !== focus.order) return;
+    document.getElementById(focus.id)?.focus();
+    setFocus(null);
+  }, [order, focus]);
+  const move = (i: number, by: -1 | 1) => {
+    const ids = folders.map((f) => f.id);
+    const [id] = ids.splice(i, 1);
+    ids.splice(i + by, 0, id!);
+    const to = i + by;
+    const dir = to === 0 ? 'down' : to === ids.length - 1 ? 'up' : by < 0 ? 'up' : 'down';
+    setFocus({ id: `folder-${id}-${dir}`, order: ids.join() });
+    void saver.run(() => api('PATCH', '/channel_folders', { order: ids })).then((ok) => ok || setFocus(null));
+  };
   return (
     <Subsection title="Channel folders">
-      <ul class="plain settings-list" aria-label="Channel folders">
-        {(data ?? []).map((f) => (
-          <li>
-            <span>
-              {f.name}
-              {f.is_archived && ' (archived)'}
-            </span>
-            <span class="muted">{f.description}</span>
-            {!reason && (
-              <button type="button" aria-label={`${f.is_archived ? 'Unarchive' : 'Archive'} channel folder ${f.name}`} onClick={() => void saver.run(() => api('PATCH', `/channel_folders/${f.id}`, { is_archived: !f.is_archived }))}>
-                {f.is_archived ? 'Unarchive' : 'Archive'}
-              </button>
+      {data && folders.length === 0 && <p class="muted">There are no channel folders yet.</p>}
+      <ul class="plain settings-list folder-list" aria-label="Channel folders">
+        {folders.map((f, i) => (
+          <li key={f.id}>
+            {editing === f.id ? (
+              <EditChannelFolder
+                s={s}
+                f={f}
+                onDone={() => {
+                  setEditing(null);
+                  setFocus({ id: `folder-${f.id}-edit`, order });
+                }}
+              />
+            ) : (
+              <>
+                {!reason && (
+                  <span class="row-actions">
+                    <button type="button" id={`folder-${f.id}-up`} aria-label={`Move channel folder ${f.name} up`} disabled={i === 0} onClick={() => move(i, -1)}>
+                      ↑
+                    </button>
+                    <button type="button" id={`folder-${f.id}-down`} aria-label={`Move channel folder ${f.name} down`} disabled={i === folders.length - 1} onClick={() => move(i, 1)}>
+                      ↓
+                    </button>
+                  </span>
+                )}
+                <div class="folder-text">
+                  <span>
+                    {f.name}
+                    {f.is_archived && <span class="tag">archived</span>}
+                  </span>
+                  {f.description && <span class="muted">{f.description}</span>}
+                </div>
+                {!reason && (
+                  <span class="row-actions">
+                    <button type="button" id={`folder-${f.id}-edit`} aria-label={`Edit channel folder ${f.name}`} onClick={() => setEditing(f.id)}>
+                      Edit
+                    </button>
+                    <button type="button" aria-label={`${f.is_archived ? 'Unarchive' : 'Archive'} channel folder ${f.name}`} onClick={() => void saver.run(() => api('PATCH', `/channel_folders/${f.id}`, { is_archived: !f.is_archived }))}>
+                      {f.is_archived ? 'Unarchive' : 'Archive'}
+                    </button>
+                  </span>
+                )}
+              </>
             )}
           </li>
         ))}
@@ -352,6 +408,32 @@ function ChannelFolders({ s, reason }: { s: State; reason?: string }) {
       {!reason && <AddForm label="New channel folder" button="Create" onAdd={(name) => saver.run(() => api('POST', '/channel_folders/create', { name, description: '' }))} />}
       {saver.status}
     </Subsection>
+  );
+}
+
+/** A channel folder's name and description, changed in place (PATCH /channel_folders/{id}). */
+function EditChannelFolder({ s, f, onDone }: { s: State; f: ChannelFolder; onDone: () => void }) {
+  const [name, setName] = useState(f.name);
+  const [description, setDescription] = useState(f.description);
+  const saver = useSaver();
+  const ids = { n: useId('cfn'), d: useId('cfd') };
+  const nameInput = useRef<HTMLInputElement>(null);
+  useEffect(() => nameInput.current?.focus(), []);
+  return (
+    <form
+      class="setting-grid folder-edit"
+      aria-label={`Edit channel folder ${f.name}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        void saver.run(() => api('PATCH', `/channel_folders/${f.id}`, { name: name.trim(), description })).then((ok) => ok && onDone());
+      }}
+    >
+      <label for={ids.n}>Name</label>
+      <input id={ids.n} ref={nameInput} required maxLength={s.reg.max_channel_folder_name_length ?? 60} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      <label for={ids.d}>Description</label>
+      <textarea id={ids.d} rows={2} maxLength={s.reg.max_channel_folder_description_length ?? 1024} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+      <FormActions onCancel={onDone} status={saver.status} />
+    </form>
   );
 }
 
@@ -630,6 +712,7 @@ function InviteForm({ s, canEmail, canLink }: { s: State; canEmail: boolean; can
   const ids = { emails: useId('ie'), role: useId('ir'), exp: useId('ix'), welcome: useId('iw') };
   const roles = ROLE_NAMES.filter(([r]) => (r === ROLE.OWNER ? isOwner(s) : r === ROLE.ADMIN ? isAdmin(s) : true));
   const namedGroups = (s.reg.realm_user_groups ?? []).filter((g: any) => !g.is_system_group && !g.deactivated);
+  const canCreateChannels = realmAllows(s, 'can_create_public_channel_group') || realmAllows(s, 'can_create_private_channel_group');
   const params = () => ({
     invite_as: role,
     invite_expires_in_minutes: expiry === 'never' ? null : Number(expiry),
@@ -686,11 +769,23 @@ function InviteForm({ s, canEmail, canLink }: { s: State; canEmail: boolean; can
       </select>
       <fieldset class="grid-wide picker-list">
         <legend>Channels they should join</legend>
-        {[...s.subs.values()].map((c) => (
-          <label class="checkbox">
-            <input type="checkbox" checked={channels.has(c.stream_id)} onChange={(e) => toggle(channels, c.stream_id, e.currentTarget.checked, setChannels)} />#{c.name}
-          </label>
-        ))}
+        {s.subs.size === 0 ? (
+          <p class="muted picker-empty">
+            There are no channels to add them to yet.
+            {canCreateChannels && (
+              <>
+                {' '}
+                <a href="#channels/new">Create a channel</a>
+              </>
+            )}
+          </p>
+        ) : (
+          [...s.subs.values()].map((c) => (
+            <label class="checkbox">
+              <input type="checkbox" checked={channels.has(c.stream_id)} onChange={(e) => toggle(channels, c.stream_id, e.currentTarget.checked, setChannels)} />#{c.name}
+            </label>
+          ))
+        )}
       </fieldset>
       {namedGroups.length > 0 && (
         <fieldset class="grid-wide picker-list">

@@ -325,7 +325,17 @@ export async function toggleStar(messageId: number): Promise<void> {
   await api('POST', '/messages/flags', { messages: [messageId], op: m?.flags.includes('starred') ? 'remove' : 'add', flag: 'starred' });
 }
 
-export async function editMessage(messageId: number, change: { content?: string; topic?: string; propagate_mode?: string }): Promise<void> {
+/** PATCH /messages/{id}: new content, and/or a move with its propagate mode and Notification Bot's notices. */
+export type MessageChange = {
+  content?: string;
+  topic?: string;
+  stream_id?: number;
+  propagate_mode?: string;
+  send_notification_to_new_thread?: boolean;
+  send_notification_to_old_thread?: boolean;
+};
+
+export async function editMessage(messageId: number, change: MessageChange): Promise<void> {
   await api('PATCH', `/messages/${messageId}`, change);
 }
 

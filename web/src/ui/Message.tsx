@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
 import type { Message } from '../api/types';
-import { deleteMessage, editHistory, editMessage, markUnreadFrom, rawMessage, readReceipts, retrySend, toggleReaction, toggleStar, type EditHistoryEntry } from '../state/actions';
+import { deleteMessage, editHistory, editMessage, markUnreadFrom, rawMessage, readReceipts, retrySend, toggleReaction, toggleStar, type EditHistoryEntry, type MessageChange } from '../state/actions';
 import { encodeHashComponent, slug } from '../state/narrow';
 import type { State } from '../state/store';
 import type { ComposeHandle } from './Compose';
@@ -43,9 +43,26 @@ function ReactionGlyph({ r, s }: { r: { name: string; code: string; type: string
   return <span aria-hidden="true">{`:${r.name}:`}</span>;
 }
 
+/**
+ * Whether a move posts Notification Bot's notices to the new and the old topic: Zulip's
+ * defaults (new yes, old no), then the person's last choice, as Zulip's message_edit keeps
+ * notify_new_thread_default and notify_old_thread_default to move several topics alike.
+ */
+const notifyDefaults = { newThread: true, oldThread: false };
+
+interface Editing {
+  /** The content as written; null when only moving (content cannot change with the channel). */
+  raw: string | null;
+  content: string;
+  topic: string;
+  streamId: number | null;
+  propagate: string;
+  notifyNew: boolean;
+  notifyOld: boolean;
+}
+
 export function MessageView({ m, s, grouped, selected, onSelect, compose }: Props) {
-  // `raw` is the content as written (null when only moving: content cannot change with the channel).
-  const [editing, setEditing] = useState<{ raw: string | null; content: string; topic: string; streamId: number | null; propagate: string } | null>(null);
+  const [editing, setEditing] = useState<Editing | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [menu, setMenu] = useState(false);
   // Popups are placed on the screen (fixed), below the button or above it when there is more
@@ -75,12 +92,12 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
     run(async () => {
       setMenu(false);
       const raw = await rawMessage(m.id);
-      setEditing({ raw, content: raw, topic: m.subject, streamId: m.stream_id ?? null, propagate: 'change_one' });
+      setEditing({ raw, content: raw, topic: m.subject, streamId: m.stream_id ?? null, propagate: 'change_one', notifyNew: notifyDefaults.newThread, notifyOld: notifyDefaults.oldThread });
     });
 
   const startMove = () => {
     setMenu(false);
-    setEditing({ raw: null, content: '', topic: m.subject, streamId: m.stream_id ?? null, propagate: 'change_all' });
+    setEditing({ raw: null, content: '', topic: m.subject, streamId: m.stream_id ?? null, propagate: 'change_all', notifyNew: notifyDefaults.newThread, notifyOld: notifyDefaults.oldThread });
   };
 
   const quote = () =>
@@ -129,16 +146,24 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
             onSubmit={(e) => {
               e.preventDefault();
               run(async () => {
-                const change: { content?: string; topic?: string; stream_id?: number; propagate_mode?: string } = {};
+                const change: MessageChange = {};
                 if (editing.raw !== null && editing.content !== editing.raw) change.content = editing.content;
                 if (m.type === 'stream' && editing.topic !== m.subject) change.topic = editing.topic;
                 if (m.type === 'stream' && editing.streamId !== null && editing.streamId !== m.stream_id) change.stream_id = editing.streamId;
-                if (change.topic !== undefined || change.stream_id !== undefined) change.propagate_mode = editing.propagate;
+                if (change.topic !== undefined || change.stream_id !== undefined) {
+                  change.propagate_mode = editing.propagate;
+                  change.send_notification_to_new_thread = editing.notifyNew;
+                  change.send_notification_to_old_thread = editing.notifyOld;
+                }
                 if (Object.keys(change).length === 0) {
                   setEditing(null);
                   return;
                 }
                 await editMessage(m.id, change);
+                if (change.propagate_mode !== undefined) {
+                  notifyDefaults.newThread = editing.notifyNew;
+                  notifyDefaults.oldThread = editing.notifyOld;
+                }
                 setEditing(null);
               });
             }}
@@ -162,6 +187,18 @@ export function MessageView({ m, s, grouped, selected, onSelect, compose }: Prop
                   <option value="change_later">Move this and all following messages in this topic</option>
                   <option value="change_all">Move all messages in this topic</option>
                 </select>
+              </div>
+            )}
+            {m.type === 'stream' && (editing.raw === null || editing.topic !== m.subject) && (
+              <div class="edit-notices">
+                <label>
+                  <input type="checkbox" checked={editing.notifyNew} onChange={(e) => setEditing({ ...editing, notifyNew: (e.target as HTMLInputElement).checked })} />
+                  Send automated notice to new topic
+                </label>
+                <label>
+                  <input type="checkbox" checked={editing.notifyOld} onChange={(e) => setEditing({ ...editing, notifyOld: (e.target as HTMLInputElement).checked })} />
+                  Send automated notice to old topic
+                </label>
               </div>
             )}
             {editing.raw !== null && <textarea aria-label="Edit message" value={editing.content} rows={4} onInput={(e) => setEditing({ ...editing, content: (e.target as HTMLTextAreaElement).value })} />}

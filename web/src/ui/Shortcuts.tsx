@@ -20,6 +20,12 @@ function typingInField(e: KeyboardEvent): boolean {
   return t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName);
 }
 
+/** Keys the focused control has a use for: anything inside a dialog (settings, edit history), Enter on a button or link. */
+function forTheControl(e: KeyboardEvent): boolean {
+  const t = e.target as HTMLElement;
+  return !!t.closest?.('[role="dialog"]') || (e.key === 'Enter' && !!t.closest?.('button, a[href]'));
+}
+
 /** Zulip's core keyboard shortcuts, active whenever focus is not in a text field. */
 export function useShortcuts(h: { compose: { current: ComposeHandle | null }; search: { current: HTMLInputElement | null }; showHelp(): void; closeAll(): void }): void {
   useEffect(() => {
@@ -29,7 +35,7 @@ export function useShortcuts(h: { compose: { current: ComposeHandle | null }; se
         if (typingInField(e)) (e.target as HTMLElement).blur();
         return;
       }
-      if (typingInField(e) || e.ctrlKey || e.metaKey || e.altKey) return;
+      if (typingInField(e) || forTheControl(e) || e.ctrlKey || e.metaKey || e.altKey) return;
       const articles = [...document.querySelectorAll<HTMLElement>('article.message')];
       const cur = document.querySelector<HTMLElement>('article.message.selected');
       const i = cur ? articles.indexOf(cur) : -1;
