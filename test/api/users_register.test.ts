@@ -71,6 +71,17 @@ forEachDatabase('users in POST /register', (server) => {
     assert.deepEqual(state.custom_profile_fields, []);
     assert.equal(state.custom_profile_field_types.USER.id, 6);
 
+    // One's own entry always shows one's own email, even hidden from everyone else (the list
+    // is cached per role, with the caller's entry made for them).
+    ok(await s.cast.hamlet.client.patch('/settings', { email_address_visibility: 5 }));
+    try {
+      const entryOf = (st: { realm_users: { user_id: number; delivery_email: string | null }[] }) => st.realm_users.find((u) => u.user_id === s.cast.hamlet.user.id)!;
+      assert.equal(entryOf(await register(s, s.cast.hamlet.client)).delivery_email, 'hamlet@example.com');
+      assert.equal(entryOf(await register(s, s.cast.othello.client)).delivery_email, null);
+    } finally {
+      ok(await s.cast.hamlet.client.patch('/settings', { email_address_visibility: 1 }));
+    }
+
     const guest = await register(s, s.cast.guest.client);
     assert.equal(guest.is_guest, true);
     assert.equal(guest.can_create_streams, false);

@@ -1,6 +1,6 @@
 import type { StateFetcher } from './types.js';
 import { fetchCustomProfileFields } from '../../db/repos/custom_profile_fields.js';
-import { getSystemBotsForApi, getUsersForApi } from '../../lib/users.js';
+import { getSystemBotsForApi, getUsersForApi, registerUsersForApi } from '../../lib/users.js';
 import { avatarUrl } from '../../lib/avatar.js';
 import { avatarUrlMedium, formatCustomProfileField } from '../../lib/format/users.js';
 import { CUSTOM_PROFILE_FIELD_TYPES } from '../../lib/custom_profile_fields.js';
@@ -18,16 +18,17 @@ export const fetchUsersState: StateFetcher = async ({ services, realm, user, opt
   const db = services.db.kysely;
   const out: Record<string, unknown> = {};
   if (want('realm_user')) {
-    const users = await getUsersForApi(db, services.config, realm, user, {
-      clientGravatar: options.clientGravatar,
-      includeCustomProfileFields: true,
-      userListIncomplete: options.userListIncomplete,
-      omitIsActive: true,
-    });
+    const opts = { clientGravatar: options.clientGravatar, includeCustomProfileFields: true, userListIncomplete: options.userListIncomplete, omitIsActive: true };
     // Most of a register response: the users' dicts come serialized from the cache (lib/users.ts).
-    const active = users.filter((u) => !u.user || u.user.is_active);
-    out.realm_users = new RawJson(`[${active.map((u) => u.json ?? JSON.stringify(u.dict)).join(',')}]`);
-    out.realm_non_active_users = users.filter((u) => u.user && !u.user.is_active).map((u) => u.dict);
+    const everyone = await registerUsersForApi(db, services.config, realm, user, opts);
+    if (everyone) {
+      out.realm_users = new RawJson(`[${everyone.activeJson}]`);
+      out.realm_non_active_users = everyone.nonActive;
+    } else {
+      const users = await getUsersForApi(db, services.config, realm, user, opts);
+      out.realm_users = users.filter((u) => !u.user || u.user.is_active).map((u) => u.dict);
+      out.realm_non_active_users = users.filter((u) => u.user && !u.user.is_active).map((u) => u.dict);
+    }
     out.cross_realm_bots = await getSystemBotsForApi(db, services.config, realm, user);
 
     const m = await loadGroupMembership(db, realm.id);
