@@ -116,8 +116,14 @@ export class GroupMembership {
   }
 }
 
+// One GroupMembership per cached read of the rows: built once, not on every register.
+const memberships = new WeakMap<GroupRows, GroupMembership>();
+
 export async function loadGroupMembership(db: Tx, realmId: number): Promise<GroupMembership> {
-  return new GroupMembership(await fetchGroupRows(db, realmId));
+  const rows = await fetchGroupRows(db, realmId);
+  let membership = memberships.get(rows);
+  if (!membership) memberships.set(rows, (membership = new GroupMembership(rows)));
+  return membership;
 }
 
 /**
