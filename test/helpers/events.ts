@@ -65,8 +65,13 @@ export class TestQueue {
    * and that nothing else did, without a wall-clock window that a loaded machine outruns.
    */
   async upTo(m: EventMatcher, timeoutMs = 10_000): Promise<ZEvent[]> {
+    return (await this.through(m, timeoutMs)).slice(0, -1);
+  }
+
+  /** Like upTo, but the marker is returned too (last), for tests that apply every event to a state. */
+  async through(m: EventMatcher, timeoutMs = 10_000): Promise<ZEvent[]> {
     const i = await this.waitFor(m, timeoutMs);
-    return this.buffer.splice(0, i + 1).slice(0, i);
+    return this.buffer.splice(0, i + 1);
   }
 
   /** The buffer index of the first event matching `m`, polling for more until `timeoutMs`. */
