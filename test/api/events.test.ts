@@ -119,12 +119,12 @@ function queueSuite(server: () => TestServer): void {
     const s = server();
     const { hamlet } = s.cast;
     const q = await registerQueue(hamlet.client, { event_types: ['test_event'] });
-    const started = Date.now();
     const polling = q.poll();
     await held(s, q);
+    const sent = Date.now();
     sendTo(s, [hamlet.user.id], { type: 'test_event', n: 1 });
     const events = await polling;
-    assert.ok(Date.now() - started < 900, 'answered before the heartbeat');
+    assert.ok(Date.now() - sent < 900, 'answered before the heartbeat');
     assert.deepEqual(events, [{ type: 'test_event', n: 1, id: 0 }]);
   });
 
