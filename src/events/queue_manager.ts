@@ -75,6 +75,11 @@ export abstract class QueueManager {
     return n;
   }
 
+  /** Whether this process holds a GET /events open for the queue (for tests). */
+  isHeld(queueId: string): boolean {
+    return this.local.get(queueId)?.waiter != null;
+  }
+
   /** Seconds clients should wait for GET /events before giving up (always above the heartbeat). */
   get longpollTimeoutSeconds(): number {
     return Math.max(90, Math.ceil(this.config.events.heartbeatSeconds * 1.1) + 20);

@@ -44,6 +44,9 @@ export function availableVideoChatProviders(config: Config): Partial<Record<Vide
   if (config.constructorGroups.url && config.constructorGroups.accessKey && config.constructorGroups.secretKey) {
     out.constructor_groups = VIDEO_CHAT_PROVIDERS.constructor_groups;
   }
+  if (config.nextcloudTalk.url && config.nextcloudTalk.username && config.nextcloudTalk.password) {
+    out.nextcloud_talk = VIDEO_CHAT_PROVIDERS.nextcloud_talk;
+  }
   if (config.vidcall.clientId && config.vidcall.clientSecret) out.webex = VIDEO_CHAT_PROVIDERS.webex;
   return out;
 }

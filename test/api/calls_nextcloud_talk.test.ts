@@ -36,9 +36,26 @@ const nextcloudUrl = `http://127.0.0.1:${(nextcloud.address() as AddressInfo).po
 after(() => nextcloud.close());
 
 forEachDatabase('POST /calls/nextcloud_talk/create', (server) => {
-  test('unconfigured: refused', async () => {
+  const realmState = async (s: ReturnType<typeof server>) => ok(await s.cast.hamlet.client.post('/register', { fetch_event_types: JSON.stringify(['realm']) }));
+
+  test('unconfigured: refused, not offered as a provider, and not choosable', async () => {
     const s = server();
     err(await s.cast.hamlet.client.post('/calls/nextcloud_talk/create', { room_name: 'x' }), 400, 'BAD_REQUEST', 'Nextcloud Talk is not configured.');
+    assert.equal((await realmState(s)).realm_available_video_chat_providers.nextcloud_talk, undefined);
+    err(await s.cast.admin.client.patch('/realm', { video_chat_provider: 7 }), 400, 'BAD_REQUEST', 'Invalid video_chat_provider 7');
+    // An account without its password is not a configuration either.
+    s.config.nextcloudTalk = { url: nextcloudUrl, username: 'zulip-bot', password: null };
+    assert.equal((await realmState(s)).realm_available_video_chat_providers.nextcloud_talk, undefined);
+    err(await s.cast.admin.client.patch('/realm', { video_chat_provider: 7 }), 400, 'BAD_REQUEST', 'Invalid video_chat_provider 7');
+  });
+
+  test('configured: offered as a provider, and an administrator may choose it', async () => {
+    const s = server();
+    s.config.nextcloudTalk = { url: nextcloudUrl, username: 'zulip-bot', password: 'app-password' };
+    assert.deepEqual((await realmState(s)).realm_available_video_chat_providers.nextcloud_talk, { name: 'Nextcloud Talk', id: 7 });
+    ok(await s.cast.admin.client.patch('/realm', { video_chat_provider: 7 }));
+    assert.equal((await realmState(s)).realm_video_chat_provider, 7);
+    ok(await s.cast.admin.client.patch('/realm', { video_chat_provider: 1 }));
   });
 
   test('creates a public Talk conversation with the configured account and answers its call URL', async () => {

@@ -4,7 +4,7 @@ import { forEachDatabase, startServer, type TestServer } from '../helpers/server
 import { ApiClient } from '../helpers/client.js';
 import { buildApp, type App } from '../../src/app.js';
 import { err, ok } from '../helpers/assert.js';
-import { registerQueue, TestQueue } from '../helpers/events.js';
+import { registerQueue, TestQueue, type ZEvent } from '../helpers/events.js';
 import { assertConforms } from '../helpers/openapi.js';
 import { loadConfig } from '../../src/config.js';
 import type { EventRecipient, MessageEventExtra } from '../../src/events/bus.js';
@@ -51,6 +51,18 @@ function sendTo(s: TestServer, userIds: number[], event: Record<string, unknown>
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until `check` holds, instead of a fixed sleep that a loaded machine outruns. */
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    assert.ok(Date.now() < deadline, `timed out waiting until ${what}`);
+    await sleep(10);
+  }
+}
+
+/** Waits until the server holds the queue's GET /events open. */
+const held = (s: TestServer, q: TestQueue): Promise<void> => until(`a poll of ${q.queueId} is held`, () => s.app.services.queues.isHeld(q.queueId));
 
 function queueSuite(server: () => TestServer): void {
   test('POST /register returns a queue and the server constants', async () => {
@@ -107,12 +119,12 @@ function queueSuite(server: () => TestServer): void {
     const s = server();
     const { hamlet } = s.cast;
     const q = await registerQueue(hamlet.client, { event_types: ['test_event'] });
-    const started = Date.now();
     const polling = q.poll();
-    await sleep(150);
+    await held(s, q);
+    const sent = Date.now();
     sendTo(s, [hamlet.user.id], { type: 'test_event', n: 1 });
     const events = await polling;
-    assert.ok(Date.now() - started < 900, 'answered before the heartbeat');
+    assert.ok(Date.now() - sent < 900, 'answered before the heartbeat');
     assert.deepEqual(events, [{ type: 'test_event', n: 1, id: 0 }]);
   });
 
@@ -122,7 +134,7 @@ function queueSuite(server: () => TestServer): void {
     const q = await registerQueue(hamlet.client, { event_types: ['alert_words'] });
     for (let n = 1; n <= 3; n++) sendTo(s, [hamlet.user.id], { type: 'alert_words', alert_words: [`w${n}`] });
     // Delivery through Redis is asynchronous.
-    await sleep(100);
+    await until('the three events are queued', async () => ok(await hamlet.client.get('/events', { queue_id: q.queueId, last_event_id: -1, dont_block: true })).events.length === 3);
     let res = await hamlet.client.get('/events', { queue_id: q.queueId, last_event_id: -1 });
     assertConforms(res, 'GET', '/events');
     assert.deepEqual(ok(res).events.map((e: { id: number }) => e.id), [0, 1, 2]);
@@ -153,13 +165,15 @@ function queueSuite(server: () => TestServer): void {
     const q = await registerQueue(hamlet.client, { event_types: ['test_wanted'] });
     sendTo(s, [hamlet.user.id], { type: 'test_unwanted' });
     sendTo(s, [hamlet.user.id], { type: 'test_wanted' });
-    const events = await q.collect(200);
-    assert.deepEqual(events.map((e) => e.type), ['test_wanted']);
+    sendTo(s, [hamlet.user.id], { type: 'test_wanted', marker: true });
+    const events = await q.upTo((e) => e.marker === true);
+    assert.deepEqual(events.map((e) => [e.type, e.id]), [['test_wanted', 0]]);
     // muted_topics is suppressed for clients that also ask for user_topic.
     const both = await registerQueue(hamlet.client, { event_types: ['muted_topics', 'user_topic'] });
     sendTo(s, [hamlet.user.id], { type: 'muted_topics', muted_topics: [] });
     sendTo(s, [hamlet.user.id], { type: 'user_topic', stream_id: 1, topic_name: 't', last_updated: 1, visibility_policy: 1 });
-    assert.deepEqual((await both.collect(200)).map((e) => e.type), ['user_topic']);
+    sendTo(s, [hamlet.user.id], { type: 'user_topic', stream_id: 1, topic_name: 'marker', last_updated: 1, visibility_policy: 1 });
+    assert.deepEqual((await both.upTo((e) => e.topic_name === 'marker')).map((e) => [e.type, e.topic_name]), [['user_topic', 't']]);
   });
 
   test('events reach only the recipients’ queues, each with its own ids', async () => {
@@ -170,9 +184,11 @@ function queueSuite(server: () => TestServer): void {
     const qo = await registerQueue(othello.client, { event_types: ['test_event'] });
     sendTo(s, [hamlet.user.id], { type: 'test_event', n: 1 });
     sendTo(s, [hamlet.user.id, othello.user.id], { type: 'test_event', n: 2 });
-    assert.deepEqual((await qh.collect(150)).map((e) => [e.id, e.n]), [[0, 1], [1, 2]]);
-    assert.deepEqual((await qh2.collect(150)).map((e) => [e.id, e.n]), [[0, 1], [1, 2]]);
-    assert.deepEqual((await qo.collect(150)).map((e) => [e.id, e.n]), [[0, 2]]);
+    sendTo(s, [hamlet.user.id, othello.user.id], { type: 'test_event', marker: true });
+    const marker = (e: ZEvent) => e.marker === true;
+    assert.deepEqual((await qh.upTo(marker)).map((e) => [e.id, e.n]), [[0, 1], [1, 2]]);
+    assert.deepEqual((await qh2.upTo(marker)).map((e) => [e.id, e.n]), [[0, 1], [1, 2]]);
+    assert.deepEqual((await qo.upTo(marker)).map((e) => [e.id, e.n]), [[0, 2]]);
   });
 
   test('message events: flags, local_message_id for the sender queue, markdown and avatar per queue', async () => {
@@ -233,8 +249,11 @@ function queueSuite(server: () => TestServer): void {
     // Othello is not subscribed to Verona; a narrowed queue still sees its public messages.
     publishMessage(s, { id: 702, users: [hamlet.user.id], stream: 'Verona', topic: 't', extra: { publicStream: true } });
     publishMessage(s, { id: 703, users: [hamlet.user.id, othello.user.id] });
-    assert.deepEqual((await dms.collect(200)).map((e) => e.message.id), [703]);
-    const v = await verona.collect(200);
+    // Markers, one for each narrow.
+    publishMessage(s, { id: 704, users: [othello.user.id] });
+    publishMessage(s, { id: 705, users: [hamlet.user.id], stream: 'Verona', topic: 't', extra: { publicStream: true } });
+    assert.deepEqual((await dms.upTo((e) => e.message.id === 704)).map((e) => e.message.id), [703]);
+    const v = await verona.upTo((e) => e.message.id === 705);
     assert.deepEqual(v.map((e) => e.message.id), [702]);
     assert.deepEqual(v[0]!.flags, []);
     err(await othello.client.post('/register', { narrow: [['search', 'x']] }), 400, 'BAD_REQUEST', 'Operator search not supported.');
@@ -247,7 +266,8 @@ function queueSuite(server: () => TestServer): void {
     publishMessage(s, { id: 801, users: [hamlet.user.id], stream: 'Verona', topic: 't', extra: { publicStream: true } });
     publishMessage(s, { id: 802, users: [hamlet.user.id], stream: 'Secret', topic: 't' });
     publishMessage(s, { id: 803, users: [{ id: othello.user.id, flags: ['read'] }], stream: 'Verona', topic: 't', extra: { publicStream: true } });
-    const got = await q.collect(200);
+    publishMessage(s, { id: 804, users: [hamlet.user.id], stream: 'Verona', topic: 't', extra: { publicStream: true } });
+    const got = await q.upTo((e) => e.message.id === 804);
     assert.deepEqual(got.map((e) => [e.message.id, e.flags]), [[801, []], [803, ['read']]]);
     err(await guest.client.post('/register', { all_public_streams: true }), 400, 'BAD_REQUEST', 'User not authorized for this query');
   });
@@ -258,8 +278,9 @@ function queueSuite(server: () => TestServer): void {
     const bulk = await registerQueue(hamlet.client, { event_types: ['delete_message'], client_capabilities: { bulk_message_deletion: true } });
     const single = await registerQueue(hamlet.client, { event_types: ['delete_message'] });
     sendTo(s, [hamlet.user.id], { type: 'delete_message', message_type: 'private', message_ids: [5, 6] });
-    assert.deepEqual(await bulk.collect(150), [{ type: 'delete_message', message_type: 'private', message_ids: [5, 6], id: 0 }]);
-    assert.deepEqual(await single.collect(150), [
+    sendTo(s, [hamlet.user.id], { type: 'delete_message', message_type: 'private', message_ids: [7] });
+    assert.deepEqual(await bulk.upTo((e) => e.message_ids?.[0] === 7), [{ type: 'delete_message', message_type: 'private', message_ids: [5, 6], id: 0 }]);
+    assert.deepEqual(await single.upTo((e) => e.message_id === 7), [
       { type: 'delete_message', message_type: 'private', message_id: 5, id: 0 },
       { type: 'delete_message', message_type: 'private', message_id: 6, id: 1 },
     ]);
@@ -279,8 +300,10 @@ function queueSuite(server: () => TestServer): void {
       capability: 'include_deactivated_groups',
       value: false,
     });
-    assert.deepEqual((await capable.collect(150)).map((e) => e.op), ['update']);
-    assert.deepEqual((await legacy.collect(150)).map((e) => e.op), ['remove']);
+    bus.send(s.realm.id, { type: 'user_group', op: 'remove', group_id: 10 }, [hamlet.user.id]);
+    const marker = (e: ZEvent) => e.group_id === 10;
+    assert.deepEqual((await capable.upTo(marker)).map((e) => e.op), ['update']);
+    assert.deepEqual((await legacy.upTo(marker)).map((e) => e.op), ['remove']);
   });
 
   test('a held poll without events gets a heartbeat', async () => {
@@ -300,13 +323,13 @@ function queueSuite(server: () => TestServer): void {
     const { hamlet } = s.cast;
     const q = await registerQueue(hamlet.client, { event_types: ['test_event'] });
     const first = q.poll();
-    await sleep(100);
+    await held(s, q);
     const second = hamlet.client.get('/events', { queue_id: q.queueId, last_event_id: -1, dont_block: true });
     assert.deepEqual(await first, []);
     assert.deepEqual(ok(await second).events, []);
     const ctl = new AbortController();
     const abandoned = q.poll({ signal: ctl.signal }).catch(() => 'aborted');
-    await sleep(100);
+    await held(s, q);
     ctl.abort();
     assert.equal(await abandoned, 'aborted');
     sendTo(s, [hamlet.user.id], { type: 'test_event' });
@@ -342,10 +365,10 @@ function queueSuite(server: () => TestServer): void {
     const s = server();
     const { hamlet } = s.cast;
     const q: TestQueue = await registerQueue(hamlet.client, { event_types: ['test_event'] });
-    const held = q.poll();
-    await sleep(100);
+    const polling = q.poll();
+    await held(s, q);
     ok(await hamlet.client.delete('/events', { queue_id: q.queueId }));
-    assert.deepEqual(await held, []);
+    assert.deepEqual(await polling, []);
   });
 }
 
@@ -390,12 +413,12 @@ test('embedded queues survive a graceful restart', async () => {
     const { hamlet } = s.cast;
     const q = await registerQueue(hamlet.client, { event_types: ['alert_words'] });
     sendTo(s, [hamlet.user.id], { type: 'alert_words', alert_words: ['before'] });
-    assert.deepEqual((await q.collect(150)).map((e) => e.id), [0]);
+    assert.equal((await q.next('alert_words')).id, 0);
     // A poll is held when the server stops: it is answered with a heartbeat, not dropped.
-    const held = q.poll();
-    await sleep(100);
+    const polling = q.poll();
+    await held(s, q);
     await s.app.close();
-    assert.deepEqual(await held, [{ type: 'heartbeat', id: 1 }]);
+    assert.deepEqual(await polling, [{ type: 'heartbeat', id: 1 }]);
 
     const app = await buildApp(s.config, { announce: () => undefined });
     restarted = app;

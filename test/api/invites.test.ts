@@ -1,38 +1,21 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
 import { forEachDatabase, type TestServer } from '../helpers/server.js';
 import { err, ok } from '../helpers/assert.js';
 import { assertConforms } from '../helpers/openapi.js';
 import { captureEvents, recipientIds } from '../helpers/bus.js';
+import { loopbackSmtp } from '../helpers/smtp.js';
 import { loadConfig } from '../../src/config.js';
 import { fetchUserByEmail } from '../../src/db/repos/users.js';
 
 /** Every message the server sends, as received by a real SMTP server on loopback. */
-const inbox: { to: string; raw: string }[] = [];
-const smtp = new SMTPServer({
-  disabledCommands: ['STARTTLS', 'AUTH'],
-  logger: false,
-  onData(stream, session, callback) {
-    let raw = '';
-    stream.on('data', (c: Buffer) => (raw += c.toString('utf8')));
-    stream.on('end', () => {
-      for (const r of session.envelope.rcptTo) inbox.push({ to: r.address, raw });
-      callback();
-    });
-  },
-});
-await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
-after(() => smtp.close());
-const smtpUrl = `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`;
+const { url: smtpUrl, inbox } = await loopbackSmtp();
 const base = loadConfig({}, { PATH: process.env.PATH, PARLEY_ENV_FILE: '/nonexistent' });
 
 function linkFor(email: string): string {
   const mail = [...inbox].reverse().find((m) => m.to === email);
   assert.ok(mail, `no email to ${email}`);
-  const unfolded = mail.raw.replace(/=\r?\n/g, '').replace(/=3D/g, '=');
-  const m = /(http:\/\/\S+\/join\/[A-Za-z0-9_-]+\/)/.exec(unfolded);
+  const m = /(http:\/\/\S+\/join\/[A-Za-z0-9_-]+\/)/.exec(mail.mail.text ?? '');
   assert.ok(m, `no link in email to ${email}`);
   return m[1]!;
 }

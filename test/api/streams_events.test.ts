@@ -145,9 +145,12 @@ forEachDatabase('channel state and events through event queues', (server) => {
     }
 
     ok(await hamlet.client.delete(`/streams/${id}`));
+    // A new channel marks the end of what the deletion sent.
+    ok(await hamlet.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'Queue events marker' }] }));
+    const marker = (e: ZEvent) => e.type === 'stream' && e.op === 'create' && e.streams[0].name === 'Queue events marker';
     const isArchive = (e: ZEvent) => e.type === 'stream' && ((e.op === 'update' && e.property === 'is_archived') || e.op === 'delete');
-    const legacyEvents = (await legacy.collect(400)).filter(isArchive);
-    const modernEvents = (await modern.collect(400)).filter(isArchive);
+    const legacyEvents = (await legacy.upTo(marker)).filter(isArchive);
+    const modernEvents = (await modern.upTo(marker)).filter(isArchive);
     assert.deepEqual(legacyEvents.map((e) => e.op), ['delete']);
     assert.deepEqual(modernEvents.map((e) => [e.op, e.property, e.value]), [['update', 'is_archived', true]]);
     await legacy.delete();
@@ -197,8 +200,11 @@ forEachDatabase('channel state and events through event queues', (server) => {
     ok(await othello.client.delete('/users/me/subscriptions', { subscriptions: ['Stale left'] }));
     await subscribe(hamlet.client, 'Stale doomed', { principals: [hamlet.user.id, othello.user.id] });
     ok(await hamlet.client.delete(`/streams/${await id(hamlet.client, 'Stale doomed')}`));
+    // Othello's own last change marks the end of the events to apply.
+    ok(await othello.client.post('/users/me/subscriptions/properties', { subscription_data: [{ stream_id: one, property: 'color', value: '#654321' }] }));
 
-    for (const e of await queue.collect(600)) applyEvent(state, e, othello.user.id);
+    const marker = (e: ZEvent) => e.type === 'subscription' && e.op === 'update' && e.property === 'color' && e.value === '#654321';
+    for (const e of await queue.through(marker)) applyEvent(state, e, othello.user.id);
     assert.deepEqual(normalized(state), await channelState(othello.client));
     await queue.delete();
   });

@@ -1,12 +1,13 @@
 /// <reference lib="dom" />
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
 import type { Browser, Page } from 'playwright-core';
 import { PASSWORD, startServer, type TestServer } from '../helpers/server.js';
 import { ok } from '../helpers/assert.js';
+import { loopbackSmtp } from '../helpers/smtp.js';
 import { buildWeb, chromiumMissing, launch, loggedIn } from './helpers.js';
+
+const { url: smtpUrl, inbox } = await loopbackSmtp();
 
 /**
  * The settings screens in real Chromium (issue 16), each test one rule end to end: what one
@@ -16,26 +17,11 @@ import { buildWeb, chromiumMissing, launch, loggedIn } from './helpers.js';
 describe('web settings in Chromium', { skip: chromiumMissing }, () => {
   let s: TestServer;
   let browser: Browser;
-  let smtp: SMTPServer;
-  const inbox: { to: string; raw: string }[] = [];
   let general: number;
 
   before(async () => {
-    smtp = new SMTPServer({
-      disabledCommands: ['STARTTLS', 'AUTH'],
-      logger: false,
-      onData(stream, session, callback) {
-        let raw = '';
-        stream.on('data', (c: Buffer) => (raw += c.toString('utf8')));
-        stream.on('end', () => {
-          for (const r of session.envelope.rcptTo) inbox.push({ to: r.address, raw });
-          callback();
-        });
-      },
-    });
-    await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
     buildWeb();
-    s = await startServer('sqlite', { smtpUrl: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}` });
+    s = await startServer('sqlite', { smtpUrl });
     const principals = [s.cast.owner.user.id, s.cast.hamlet.user.id, s.cast.othello.user.id];
     ok(await s.cast.owner.client.post('/users/me/subscriptions', { subscriptions: [{ name: 'general' }], principals }));
     general = ok(await s.cast.owner.client.get('/get_stream_id', { stream: 'general' })).stream_id;
@@ -45,13 +31,12 @@ describe('web settings in Chromium', { skip: chromiumMissing }, () => {
   after(async () => {
     await browser?.close();
     await s?.close();
-    await new Promise<void>((r) => smtp?.close(() => r()));
   });
 
   async function mailTo(email: string): Promise<string> {
     for (let i = 0; i < 100; i++) {
       const mail = inbox.find((m) => m.to === email);
-      if (mail) return mail.raw.replace(/=\r?\n/g, '').replace(/=3D/g, '=');
+      if (mail) return mail.mail.text ?? '';
       await new Promise((r) => setTimeout(r, 100));
     }
     throw new Error(`no email to ${email}`);

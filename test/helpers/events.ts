@@ -20,6 +20,7 @@ const matches = (m: EventMatcher, e: ZEvent): boolean => (typeof m === 'string' 
  *   await ...do something...;
  *   const e = await q.next('message');               // or q.next((e) => e.type === 'stream' && e.op === 'create')
  *   await q.expectNone('message', 300);
+ *   const before = await q.upTo((e) => e.marker === true); // after publishing a marker event
  */
 export class TestQueue {
   /** Events received but not yet returned by next(). */
@@ -54,10 +55,31 @@ export class TestQueue {
 
   /** Waits (long-polling) for the first event matching `m`; earlier non-matching events stay available. */
   async next(m: EventMatcher, timeoutMs = 5000): Promise<ZEvent> {
+    const i = await this.waitFor(m, timeoutMs);
+    return this.buffer.splice(i, 1)[0]!;
+  }
+
+  /**
+   * Every event before the first one matching `m`, which is waited for (long-polling) and
+   * dropped. Publish a marker event after the events under test and this proves what arrived,
+   * and that nothing else did, without a wall-clock window that a loaded machine outruns.
+   */
+  async upTo(m: EventMatcher, timeoutMs = 10_000): Promise<ZEvent[]> {
+    return (await this.through(m, timeoutMs)).slice(0, -1);
+  }
+
+  /** Like upTo, but the marker is returned too (last), for tests that apply every event to a state. */
+  async through(m: EventMatcher, timeoutMs = 10_000): Promise<ZEvent[]> {
+    const i = await this.waitFor(m, timeoutMs);
+    return this.buffer.splice(0, i + 1);
+  }
+
+  /** The buffer index of the first event matching `m`, polling for more until `timeoutMs`. */
+  private async waitFor(m: EventMatcher, timeoutMs: number): Promise<number> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const i = this.buffer.findIndex((e) => matches(m, e));
-      if (i >= 0) return this.buffer.splice(i, 1)[0]!;
+      if (i >= 0) return i;
       const remaining = deadline - Date.now();
       if (remaining <= 0) {
         assert.fail(`no ${typeof m === 'string' ? m : 'matching'} event within ${timeoutMs} ms; got ${JSON.stringify(this.buffer.map((e) => e.type))}`);

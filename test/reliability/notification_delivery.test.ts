@@ -1,13 +1,11 @@
-import { describe, test, after } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { simpleParser } from 'mailparser';
-import { SMTPServer } from 'smtp-server';
 import { ApiClient } from '../helpers/client.js';
 import { ok } from '../helpers/assert.js';
+import { loopbackSmtp } from '../helpers/smtp.js';
 import { OWNER_EMAIL, PASSWORD, testDatabases } from '../helpers/server.js';
 import { doCreateUser } from '../../src/actions/users.js';
 import { fetchRealmByStringId } from '../../src/db/repos/realms.js';
@@ -22,24 +20,7 @@ import { childDeployment, type ChildDeployment, type ChildServer } from './child
  * once. Emails are read by a real SMTP server on loopback.
  */
 
-const inbox: { to: string; text: string }[] = [];
-const smtp = new SMTPServer({
-  disabledCommands: ['STARTTLS', 'AUTH'],
-  logger: false,
-  onData(stream, session, callback) {
-    const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => {
-      void simpleParser(Buffer.concat(chunks)).then((mail) => {
-        for (const r of session.envelope.rcptTo) inbox.push({ to: r.address, text: mail.text ?? '' });
-        callback();
-      });
-    });
-  },
-});
-await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
-after(() => smtp.close());
-const SMTP_URL = `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`;
+const { url: SMTP_URL, inbox } = await loopbackSmtp();
 
 interface Member {
   id: number;
@@ -77,7 +58,7 @@ const client = (server: ChildServer, m: Member): ApiClient => new ApiClient(serv
 
 /** How many times each of `contents` appears in the emails to `email`. */
 function deliveries(email: string, contents: readonly string[]): number[] {
-  const texts = inbox.filter((m) => m.to === email).map((m) => m.text);
+  const texts = inbox.filter((m) => m.to === email).map((m) => m.mail.text ?? '');
   return contents.map((c) => texts.reduce((n, t) => n + t.split(`${c}\n`).length - 1, 0));
 }
 
