@@ -325,6 +325,8 @@ interface ChannelFolder {
   id: number;
   name: string;
   description: string;
+  /** The description rendered by the server's Markdown processor, as channel descriptions are. */
+  rendered_description: string;
   is_archived: boolean;
 }
 
@@ -388,7 +390,7 @@ function ChannelFolders({ s, reason }: { s: State; reason?: string }) {
                     {f.name}
                     {f.is_archived && <span class="tag">archived</span>}
                   </span>
-                  {f.description && <span class="muted">{f.description}</span>}
+                  {f.description && <div class="muted rendered-markdown" dangerouslySetInnerHTML={{ __html: f.rendered_description }} />}
                 </div>
                 {!reason && (
                   <span class="row-actions">
