@@ -112,6 +112,20 @@ describe('deferred receipts [sqlite]', () => {
     }
     assert.equal(pendingRows(), 0);
     assert.ok([...seen].some((n) => n > 0 && n < 10_000), `no partial state between slices: saw ${[...seen].join(', ')}`);
+    // A slice writes the rows of at most 256 different people: each costs pages of its own.
+    const steps = [...seen, 10_000].slice(1).map((n, i) => n - [...seen][i]!);
+    assert.ok(steps.every((d) => d <= 256), `slices of more than 256 people: ${steps.join(', ')}`);
+  });
+
+  test('the background writes many messages to the same people in large slices', async () => {
+    const ids: number[] = [];
+    for (let i = 0; i < 40; i++) ids.push(await stagedMessage(t.db, 50));
+    const total = () => ids.reduce((sum, id) => sum + stored(id), 0);
+    t.db.receipts!.schedule(0);
+    while (total() === 0) await new Promise((r) => setImmediate(r));
+    // 2,000 rows of 50 people: one slice, not eight.
+    assert.equal(total(), 2_000);
+    assert.equal(pendingRows(), 0);
   });
 
   test('another connection (the command-line tools, a restart after a crash) sees rows staged by this one', async () => {
