@@ -26,7 +26,6 @@ import { DigestWorker } from './workers/digests.js';
 import { RealmExportWorker } from './workers/realm_exports.js';
 import { LdapSyncWorker } from './workers/ldap_sync.js';
 import { RetentionWorker } from './workers/retention.js';
-import { Gate } from './lib/gate.js';
 
 export interface App {
   fastify: FastifyInstance;
@@ -102,7 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const events = new EventBus();
   const queues = createQueueManager(config, events, fastify.log, databaseId);
   await queues.start();
-  const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config, databaseId), registers: new Gate(config.events.registerConcurrency) };
+  const services: Services = { config, db, events, queues, log: fastify.log, rateLimiter: createRateLimiter(config, databaseId) };
   // As Zulip: the push notification service when configured, else the operator's own FCM/APNs credentials.
   if (config.pushBouncer.url) services.push = new (await import('./lib/push/bouncer.js')).BouncerPushSender(config, db, fastify.log);
   else if (config.fcm.credentialsPath || config.apns.keyFile) services.push = (await import('./lib/push/direct.js')).directPushSender(config, fastify.log) ?? undefined;

@@ -30,8 +30,6 @@ export interface Config {
     redisPrefix: string;
     /** Approximate number of published events the Redis log keeps for queues moving between processes. */
     redisLogLength: number;
-    /** POST /register requests a process works on at once; the others wait their turn. */
-    registerConcurrency: number;
   };
   invites: { defaultExpiresInMinutes: number; maxPerDay: number };
   rateLimits: {
@@ -296,7 +294,6 @@ export function loadConfig(overrides: Partial<Config> = {}, env: NodeJS.ProcessE
       queueTimeoutSeconds: int(e.PARLEY_QUEUE_TIMEOUT_SECONDS, 600),
       redisPrefix: e.PARLEY_REDIS_PREFIX ?? 'parley:',
       redisLogLength: int(e.PARLEY_REDIS_LOG_LENGTH, 100_000),
-      registerConcurrency: Math.max(1, int(e.PARLEY_REGISTER_CONCURRENCY, 4)),
     },
     invites: {
       defaultExpiresInMinutes: int(e.PARLEY_INVITE_EXPIRES_MINUTES, 14400),

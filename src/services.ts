@@ -5,7 +5,6 @@ import type { EventBus } from './events/bus.js';
 import type { QueueManager } from './events/queue_manager.js';
 import type { PushSender } from './lib/push/sender.js';
 import type { RateLimiter } from './plugins/rate_limit.js';
-import type { Gate } from './lib/gate.js';
 
 /**
  * What actions need: configuration, the database, the event bus they send their events on,
@@ -35,6 +34,4 @@ export interface Services extends ActionServices {
   /** Event queues behind POST /register and GET /events (in memory, or shared through Redis). */
   queues: QueueManager;
   rateLimiter: RateLimiter;
-  /** POST /register requests run through it, a few at a time (PARLEY_REGISTER_CONCURRENCY). */
-  registers: Gate;
 }

@@ -53,7 +53,7 @@ forEachDatabase(
         assert.equal(before.get(family)?.type, 'COUNTER', family);
       }
       assert.equal(before.get('parley_http_request_duration_seconds')?.type, 'HISTOGRAM');
-      for (const family of ['parley_event_queues', 'parley_long_polls_held', 'parley_registers_waiting', 'nodejs_eventloop_lag_seconds', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
+      for (const family of ['parley_event_queues', 'parley_long_polls_held', 'nodejs_eventloop_lag_seconds', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
         assert.equal(before.get(family)?.type, 'GAUGE', family);
       }
       assert.equal(before.has('parley_db_pool_connections'), s.kind === 'postgres');

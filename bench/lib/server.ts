@@ -46,7 +46,7 @@ export function httpGet(port: number, path: string, headers: Record<string, stri
  * The environment every bench server runs with: rate limits off, quiet logs, the debug stats
  * listener on. `externalPort` is the port of EXTERNAL_URL, the same for every process of a group.
  * Other PARLEY_* settings in the bench's own environment reach the servers, for experiments
- * (`PARLEY_REGISTER_CONCURRENCY=1000 npm run bench -- --only storm`).
+ * (`PARLEY_HEARTBEAT_SECONDS=20 npm run bench -- --only org`).
  */
 export function serverEnv(target: BenchTarget, port: number, statsPort: number, extra: NodeJS.ProcessEnv = {}, externalPort = port): NodeJS.ProcessEnv {
   return {

@@ -66,7 +66,6 @@ export async function registerMetrics(fastify: FastifyInstance, services: Servic
   });
   const { queues, db } = services;
   new client.Gauge({ name: 'parley_event_queues', help: 'Event queues held by this process', registers: [registry], collect() { this.set(queues.queueCount); } });
-  new client.Gauge({ name: 'parley_registers_waiting', help: 'POST /register requests waiting for their turn (PARLEY_REGISTER_CONCURRENCY)', registers: [registry], collect() { this.set(services.registers.queued); } });
   new client.Gauge({ name: 'parley_long_polls_held', help: 'GET /events requests waiting for an event', registers: [registry], collect() { this.set(queues.heldPollCount); } });
   const total = (name: string, help: string, read: () => number): void => {
     new client.Counter({

@@ -40,7 +40,7 @@ export function registerEventRoutes(app: FastifyInstance, services: Services): v
         clientName: client,
       };
       checkRegister(user, req);
-      return services.registers.run(() => doRegister(services, realm, user, req));
+      return doRegister(services, realm, user, req);
     },
   });
 
