@@ -42,6 +42,8 @@ export class DeferredReceipts extends DeferredWork {
   private readonly head: SQLite.Statement;
   private readonly drop: SQLite.Statement;
   private readonly keep: SQLite.Statement;
+  private readonly pendingOf: SQLite.Statement;
+  private readonly storedOf: SQLite.Statement;
 
   /** Call once the schema is migrated (the statements need the tables). */
   constructor(sqlite: SQLite.Database, cache: ReadCache, background = true) {
@@ -54,6 +56,8 @@ export class DeferredReceipts extends DeferredWork {
     this.head = sqlite.prepare(`SELECT message_id, recipients FROM user_messages_pending ORDER BY message_id LIMIT ${HEAD}`);
     this.drop = sqlite.prepare('DELETE FROM user_messages_pending WHERE message_id = ?');
     this.keep = sqlite.prepare('UPDATE user_messages_pending SET recipients = ? WHERE message_id = ?');
+    this.pendingOf = sqlite.prepare('SELECT recipients FROM user_messages_pending WHERE message_id = ?');
+    this.storedOf = sqlite.prepare('SELECT user_id, flags FROM user_messages WHERE message_id = ?');
     this.noteExternalWrite();
   }
 
@@ -74,6 +78,22 @@ export class DeferredReceipts extends DeferredWork {
       this.stageOne.run(messageId, Buffer.from(pairs.buffer));
     }
     this.markPending();
+  }
+
+  /**
+   * One message's recipients and their flags, by user ID, without writing anything first: the
+   * rows already inserted and those still pending (a message may be partly written), read
+   * together. Statements through the query layer would first insert every message's pending
+   * receipts; the notification worker reads each new message's recipients right after the
+   * send, which made those inserts small and frequent instead of large and sorted.
+   */
+  recipients(messageId: number): { user_id: number; flags: number }[] {
+    const out = (this.storedOf.all(messageId) as { user_id: number; flags: number | bigint }[]).map((r) => ({ user_id: r.user_id, flags: Number(r.flags) }));
+    const pending = this.pendingOf.get(messageId) as { recipients: Buffer } | undefined;
+    if (pending) {
+      for (let i = 0; i < pending.recipients.length; i += 8) out.push({ user_id: pending.recipients.readUInt32LE(i), flags: pending.recipients.readUInt32LE(i + 4) });
+    }
+    return out.sort((a, b) => a.user_id - b.user_id);
   }
 
   /**

@@ -29,7 +29,11 @@ export class NotificationWorker {
     this.loop.start();
   }
 
-  /** A job was queued: run a pass soon (after the current event-loop turn's sends). */
+  /**
+   * A job was queued: run a pass at once (after the current event-loop turn's sends), so
+   * recipients' settings are read as they were at the send; jobs queued during a pass are
+   * claimed together by the next.
+   */
   wake(): void {
     this.loop.wake(0);
   }

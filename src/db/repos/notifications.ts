@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Tx } from '../index.js';
+import type { Dialect, Tx } from '../index.js';
 import type { NotificationOutboxTable } from '../tables.js';
 
 export type NotificationOutboxRow = Selectable<NotificationOutboxTable>;
@@ -10,37 +10,28 @@ export async function insertNotificationJobs(db: Tx, rows: readonly { message_id
   await db.insertInto('notification_jobs').values([...rows]).execute();
 }
 
-/** Message IDs of jobs due at `at` that nobody is working on, oldest first. */
-export async function fetchDueNotificationJobIds(db: Tx, at: number, limit: number): Promise<number[]> {
-  const rows = await db
+/**
+ * Takes the lease on up to `limit` due jobs that nobody holds, oldest first, in one UPDATE;
+ * returns their message IDs. On PostgreSQL the rows are locked as they are picked, skipping
+ * those another process is claiming; SQLite has one writer.
+ */
+export async function claimDueNotificationJobs(db: Tx, dialect: Dialect, at: number, until: number, limit: number): Promise<number[]> {
+  let free = db
     .selectFrom('notification_jobs')
     .select('message_id')
     .where('due_at', '<=', at)
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', at)]))
     .orderBy('message_id')
-    .limit(limit)
-    .execute();
-  return rows.map((r) => Number(r.message_id));
+    .limit(limit);
+  if (dialect === 'postgres') free = free.forUpdate().skipLocked();
+  const rows = await db.updateTable('notification_jobs').set({ claimed_until: until }).where('message_id', 'in', free).returning('message_id').execute();
+  return rows.map((r) => Number(r.message_id)).sort((a, b) => a - b);
 }
 
-/**
- * Takes the lease on a job: one UPDATE that succeeds for exactly one process (PostgreSQL
- * re-checks the WHERE clause after a concurrent claim's row lock; SQLite has one writer).
- */
-export async function claimNotificationJob(db: Tx, messageId: number, at: number, until: number): Promise<boolean> {
-  const r = await db
-    .updateTable('notification_jobs')
-    .set({ claimed_until: until })
-    .where('message_id', '=', messageId)
-    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', at)]))
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
-}
-
-/** Deletes a job if the caller's lease still holds; false when it lapsed and another process took it. */
-export async function deleteClaimedNotificationJob(db: Tx, messageId: number, claimedUntil: number): Promise<boolean> {
-  const r = await db.deleteFrom('notification_jobs').where('message_id', '=', messageId).where('claimed_until', '=', claimedUntil).executeTakeFirst();
-  return Number(r.numDeletedRows) === 1;
+/** Deletes the jobs whose lease the caller still holds; how many it deleted. */
+export async function deleteClaimedNotificationJobs(db: Tx, messageIds: readonly number[], claimedUntil: number): Promise<number> {
+  const r = await db.deleteFrom('notification_jobs').where('message_id', 'in', [...messageIds]).where('claimed_until', '=', claimedUntil).executeTakeFirst();
+  return Number(r.numDeletedRows);
 }
 
 export async function insertNotificationOutboxRows(db: Tx, rows: readonly Insertable<NotificationOutboxTable>[]): Promise<void> {
