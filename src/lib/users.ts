@@ -66,6 +66,11 @@ export async function getUsersForApi(
   return out;
 }
 
+/** What a role's user list depends on, and its cache key. */
+const ROLE_LIST_DEPS = ['users', 'custom_profile_values', 'custom_profile_fields', 'realms'];
+const roleListKey = (_config: Config, realm: Realm, role: number, opts: UsersForApiOptions): string =>
+  `${realm.id}:${role}:${opts.clientGravatar}:${opts.includeCustomProfileFields}:${!!opts.omitIsActive}`;
+
 /**
  * Every user's dict as seen by callers of one role: the same for all of them except for the
  * caller's own entry (one always sees one's own email), so it is built once and cached
@@ -74,9 +79,8 @@ export async function getUsersForApi(
  */
 const realmUserDictsByRole = cachedRead(
   'realm_user_dicts',
-  ['users', 'custom_profile_values', 'custom_profile_fields', 'realms'],
-  (_config: Config, realm: Realm, role: number, opts: UsersForApiOptions) =>
-    `${realm.id}:${role}:${opts.clientGravatar}:${opts.includeCustomProfileFields}:${!!opts.omitIsActive}`,
+  ROLE_LIST_DEPS,
+  roleListKey,
   async (db: Tx, config: Config, realm: Realm, role: number, opts: UsersForApiOptions) => {
     const rows = (await fetchRealmUsers(db, realm.id)).filter((u) => !u.is_system_bot);
     const profileData = opts.includeCustomProfileFields
@@ -122,9 +126,8 @@ async function everyoneForApi(
  */
 const realmUsersJsonByRole = cachedRead(
   'realm_users_json',
-  ['users', 'custom_profile_values', 'custom_profile_fields', 'realms'],
-  (_config: Config, realm: Realm, role: number, opts: UsersForApiOptions) =>
-    `${realm.id}:${role}:${opts.clientGravatar}:${opts.includeCustomProfileFields}:${!!opts.omitIsActive}`,
+  ROLE_LIST_DEPS,
+  roleListKey,
   async (db: Tx, config: Config, realm: Realm, role: number, opts: UsersForApiOptions) => {
     const list = await realmUserDictsByRole(db, config, realm, role, opts);
     const parts: string[] = [];
